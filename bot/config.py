@@ -1,0 +1,57 @@
+"""Settings from the environment and `.env`, read once at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    slack_bot_token: str | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: str | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: str | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str | None = Field(default=None, alias="SLACK_API_URL")
+
+    data_dir: Path = Field(default=Path("./brain-data"), alias="BRAIN_DATA_DIR")
+    vault_dir: Path | None = Field(default=None, alias="BRAIN_VAULT_DIR")
+    database_url: str | None = Field(default=None, alias="DATABASE_URL")
+    owner: str | None = Field(default=None, alias="BRAIN_OWNER")
+
+    llm: str = Field(default="auto", alias="BRAIN_LLM")
+    model: str | None = Field(default=None, alias="BRAIN_MODEL")
+    llm_configs: Path | None = Field(default=None, alias="BRAIN_LLM_CONFIGS")
+    openai_api_key: str | None = Field(default=None, alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    anthropic_api_key: str | None = Field(default=None, alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
+    llm_timeout: float = Field(default=30.0, alias="BRAIN_LLM_TIMEOUT")
+    llm_max_retries: int = Field(default=2, alias="BRAIN_LLM_MAX_RETRIES")
+
+    confidence_threshold: float = Field(default=0.6, ge=0.0, le=1.0,
+                                        alias="BRAIN_CONFIDENCE_THRESHOLD")
+    max_iterations: int = Field(default=8, ge=1, le=50, alias="BRAIN_MAX_ITERATIONS")
+    tz: str = Field(default="UTC", alias="BRAIN_TZ")
+
+    @property
+    def vault_root(self) -> Path:
+        """Where vaults live: BRAIN_VAULT_DIR, else <data dir>/vaults."""
+        return self.vault_dir if self.vault_dir is not None else self.data_dir / "vaults"
+
+    def vault_for(self, user_id: str) -> Path:
+        """A user's vault: the root itself for the single owner, else <root>/<user id>."""
+        if self.owner and user_id == self.owner:
+            return self.vault_root
+        return self.vault_root / user_id
+
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'brain.db').resolve()}"
+
+    @property
+    def default_user(self) -> str:
+        return self.owner or "local"

@@ -1,0 +1,146 @@
+"""Provider-neutral LLM types: what the loop speaks, whatever the provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments (type: object)
+
+
+@dataclass(frozen=True)
+class NamedTool:
+    name: str
+
+
+# "auto": the model decides; "none": no tool; "required": some tool; NamedTool: that tool.
+ToolChoice = Literal["auto", "none", "required"] | NamedTool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] | None  # None when the raw arguments were not a JSON object
+    raw_arguments: str = ""  # as the provider sent them (JSON text)
+    parse_error: str | None = None  # why `arguments` is None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    name: str
+    content: str  # never empty (Anthropic rejects empty error results)
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a conversation.
+
+    user: `content`. assistant: `content` and/or `tool_calls`. tool: `tool_results`, all the
+    results of one round, in the order of the calls they answer.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """Per-request overrides of a connection config's defaults (schema injection).
+
+    With `tool_schema`, the call offers exactly one tool built from it (named `tool_name`, or
+    the config's default tool name) and forces it unless `tool_choice` says otherwise. With
+    `response_schema`, the answer is structured output (OpenAI `response_format`, Anthropic
+    `output_config`) and arrives parsed in `Completion.parsed`.
+    """
+
+    tool_schema: dict[str, Any] | None = None
+    tool_name: str | None = None
+    tool_description: str | None = None
+    tool_choice: ToolChoice | None = None
+    response_schema: dict[str, Any] | None = None
+    response_name: str = "response"
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: StopReason = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    parsed: dict[str, Any] | None = None  # structured output, when a response schema was set
+
+
+class LLMError(Exception):
+    """The provider could not answer. `kind` says why, in our words."""
+
+    kind = "error"
+
+    def __init__(self, message: str, *, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+
+
+class RateLimited(LLMError):
+    kind = "rate_limited"
+
+
+class Overloaded(LLMError):
+    kind = "overloaded"
+
+
+class LLMTimeout(LLMError):
+    kind = "timeout"
+
+
+class AuthError(LLMError):
+    kind = "auth"
+
+
+class BadRequest(LLMError):
+    kind = "bad_request"
+
+
+class Unavailable(LLMError):
+    """Connection refused, DNS, 5xx after retries: the service is not reachable."""
+
+    kind = "unavailable"
+
+
+class Provider(Protocol):
+    name: str  # config id, e.g. "openai"
+    model: str
+
+    async def complete(
+        self,
+        system: str,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        tool_choice: ToolChoice = "auto",
+        options: RequestOptions | None = None,
+    ) -> Completion: ...

@@ -1,0 +1,137 @@
+"""Small frozen domain types shared by storage, tools and the bot.
+
+Every result a tool or CLI verb prints is one of these; `to_dict()` gives the JSON shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin", "inbox")
+# Categories the classifier files into; inbox is where unsure captures wait for review.
+FILED_CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin")
+TRASH_DIR = ".trash"
+
+COMMON_FIELDS: tuple[str, ...] = (
+    "id", "category", "name", "created", "updated", "confidence", "source",
+)
+CATEGORY_FIELDS: dict[str, tuple[str, ...]] = {
+    "people": ("context", "follow_ups", "last_touched", "tags"),
+    "projects": ("status", "next_action", "due_date", "tags"),
+    "ideas": ("one_liner", "tags"),
+    "admin": ("status", "due_date", "next_action"),
+    "inbox": ("original_text", "suggested_category", "reason"),
+}
+STATUS_VALUES: dict[str, tuple[str, ...]] = {
+    "projects": ("active", "waiting", "blocked", "someday", "done"),
+    "admin": ("todo", "done"),
+}
+DEFAULT_STATUS: dict[str, str] = {"projects": "active", "admin": "todo"}
+# Fields whose value is a list of strings.
+LIST_FIELDS: frozenset[str] = frozenset({"follow_ups", "tags"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One note as it is on disk."""
+
+    path: str  # vault-relative POSIX path, e.g. "projects/q3-budget.md"
+    id: str | None  # stable id from the frontmatter; None for hand-written notes without one
+    name: str  # frontmatter `name`, else the file stem
+    category: str | None  # a CATEGORIES value, or None for notes outside the category folders
+    fields: dict[str, Any]  # the whole frontmatter, JSON-safe (dates as ISO strings)
+    body: str
+
+    @property
+    def status(self) -> str | None:
+        value = self.fields.get("status")
+        return value if isinstance(value, str) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "id": self.id, "name": self.name,
+                               "category": self.category}
+        for key, value in self.fields.items():
+            out.setdefault(key, value)
+        out["body"] = self.body
+        return out
+
+
+@dataclass(frozen=True)
+class EntrySummary:
+    """A row of a list or search result."""
+
+    path: str
+    id: str | None
+    name: str
+    category: str | None
+    status: str | None = None
+    snippet: str | None = None  # one_liner / next_action / context / start of the body
+    updated: str | None = None
+    score: float | None = None  # search relevance, higher is better
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "id": self.id, "name": self.name,
+                               "category": self.category, "status": self.status,
+                               "snippet": self.snippet, "updated": self.updated}
+        if self.score is not None:
+            out["score"] = round(self.score, 4)
+        return out
+
+
+@dataclass(frozen=True)
+class EntryList:
+    entries: list[EntrySummary]
+    total: int  # how many matched before the limit
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entries": [e.to_dict() for e in self.entries], "total": self.total}
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    old_path: str
+    new_path: str
+    category: str
+    entry: Entry
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"oldPath": self.old_path, "newPath": self.new_path, "category": self.category,
+                "id": self.entry.id, "name": self.entry.name}
+
+
+@dataclass(frozen=True)
+class Backlink:
+    path: str  # the note that links
+    name: str
+    context: str  # the line holding the link, trimmed
+
+
+@dataclass(frozen=True)
+class BacklinkList:
+    target: str  # path of the note linked to
+    backlinks: list[Backlink] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "total": len(self.backlinks),
+                "backlinks": [{"path": b.path, "name": b.name, "context": b.context}
+                              for b in self.backlinks]}
+
+
+@dataclass(frozen=True)
+class VaultSummary:
+    """A short, bounded picture of a vault for the system prompt."""
+
+    counts: dict[str, int]  # per category, plus "other" for notes outside them
+    total: int
+    active_projects: list[str]  # a few names, never the whole index
+    inbox_waiting: int
+
+
+@dataclass(frozen=True)
+class RefreshStats:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    seconds: float = 0.0
