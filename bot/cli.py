@@ -1,0 +1,37 @@
+"""The `brain` command. Each group of verbs lives in its own module under bot/commands/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bot.commands import chat, digest, serve, storage_cmds
+
+COMMAND_MODULES = (storage_cmds, chat, digest, serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brain",
+        description="Second Brain for Slack: file thoughts as markdown notes, ask them back.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    code: int = handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

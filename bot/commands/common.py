@@ -1,0 +1,68 @@
+"""What every verb shares: --vault/--user/--json, opening storage, printing, errors."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from storage.db import Database
+from storage.errors import Ambiguous, StorageError
+from storage.store import Store
+from storage.vault import Vault
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vault", metavar="DIR", type=Path,
+                        help="use DIR as the vault, as it is")
+    parser.add_argument("--user", metavar="ID",
+                        help="act for this user (default: BRAIN_OWNER, else 'local')")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def vault_path(settings: Settings, args: argparse.Namespace) -> Path:
+    if getattr(args, "vault", None) is not None:
+        return Path(args.vault)
+    return settings.vault_for(user_id(settings, args))
+
+
+def user_id(settings: Settings, args: argparse.Namespace) -> str:
+    return getattr(args, "user", None) or settings.default_user
+
+
+@asynccontextmanager
+async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settings, Store]]:
+    settings = Settings()
+    db = await Database.open(settings.db_url())
+    try:
+        yield settings, Store(Vault(vault_path(settings, args)), db)
+    finally:
+        await db.close()
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"brain: {message}", file=sys.stderr)
+    return code
+
+
+def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
+    """Run an async verb; expected storage errors become a message and exit code 2."""
+    try:
+        return asyncio.run(coro_fn())  # type: ignore[arg-type]
+    except Ambiguous as exc:
+        lines = [exc.message] + [f"  {c.path}  ({c.name})" for c in exc.candidates]
+        return fail("\n".join(lines))
+    except StorageError as exc:
+        return fail(exc.message)
+    except KeyboardInterrupt:
+        return 130
