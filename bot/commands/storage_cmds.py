@@ -1,14 +1,328 @@
-"""Placeholder: verbs of this group are added by their owner."""
+"""Storage verbs of `brain`: add, list, search, show, update, move, backlinks, reindex.
+
+Each verb opens the user's Store (or the --vault DIR as it is), does one operation and prints
+either a short human view or, with --json, the domain type's `to_dict()` shape.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
+import textwrap
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from bot.commands.common import add_common, fail, open_store, print_json, run
+from storage.store import Store
+from storage.types import (
+    CATEGORIES,
+    LIST_FIELDS,
+    STATUS_VALUES,
+    BacklinkList,
+    Entry,
+    EntryList,
+    MoveResult,
+    RefreshStats,
+)
+
+TITLE_MAX = 60
+LIMIT_MAX = 1000
+# Fields the storage layer owns: changing them by hand would break ids, folders or timestamps.
+READ_ONLY_FIELDS = {"id": "ids are stable", "category": "use `brain move` to change category",
+                    "created": "set when the note is made", "updated": "set on every change"}
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+ALL_STATUSES = tuple(sorted({s for values in STATUS_VALUES.values() for s in values}))
+
+
+class UsageError(ValueError):
+    """Bad command-line input found before anything is opened or changed."""
+
+
+# --- argument types --------------------------------------------------------------------------
+
+def positive_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"limit must be a whole number, got {text!r}") from None
+    if not 1 <= value <= LIMIT_MAX:
+        raise argparse.ArgumentTypeError(f"limit must be between 1 and {LIMIT_MAX}, got {value}")
+    return value
+
+
+def title_from_text(text: str) -> str:
+    """A note name from captured text: its first non-empty line, at most TITLE_MAX chars."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = line.lstrip("#").strip() or line
+    if len(line) <= TITLE_MAX:
+        return line
+    short = textwrap.shorten(line, TITLE_MAX, placeholder="…")
+    if short == "…":  # one very long word (a URL): cut it instead of losing it
+        short = line[: TITLE_MAX - 1] + "…"
+    return short
+
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`key=value` pairs -> changes. Lists for list fields (`a,b`), `null` -> None."""
+    changes: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise UsageError(f"expected key=value, got {item!r}")
+        if not _KEY_RE.match(key):
+            raise UsageError(f"bad field name {key!r} in {item!r}")
+        if key in READ_ONLY_FIELDS:
+            raise UsageError(f"field {key!r} cannot be set here: {READ_ONLY_FIELDS[key]}")
+        if key in changes:
+            raise UsageError(f"field {key!r} given twice")
+        value: Any
+        if raw.strip() == "null":
+            value = None
+        elif key in LIST_FIELDS:
+            value = [part.strip() for part in raw.split(",") if part.strip()]
+        else:
+            value = raw
+        changes[key] = value
+    return changes
+
+
+def check_ref(store: Store, ref: str) -> None:
+    """Refuse references that look like paths leaving the vault before any lookup."""
+    if not ref.strip():
+        raise UsageError("empty note reference")
+    looks_like_path = ("/" in ref or "\\" in ref or ref.startswith((".", "~"))
+                       or PurePosixPath(ref).is_absolute() or PureWindowsPath(ref).drive != "")
+    if looks_like_path:
+        store.vault.resolve(ref)  # raises UnsafePath for .., absolute and symlinks out
+
+
+# --- printing --------------------------------------------------------------------------------
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def print_entry(entry: Entry, *, body: bool = True) -> None:
+    print(f"path:     {entry.path}")
+    print(f"id:       {entry.id or '-'}")
+    print(f"name:     {entry.name}")
+    print(f"category: {entry.category or '-'}")
+    if not body:
+        return
+    for key, value in entry.fields.items():
+        if key not in ("id", "name", "category"):
+            print(f"{key}: {_scalar(value)}")
+    if entry.body.strip():
+        print()
+        print(entry.body.rstrip("\n"))
+
+
+def print_entry_list(result: EntryList) -> None:
+    if not result.entries:
+        print("no entries")
+        return
+    rows = [(e.category or "-", e.status or "-", (e.updated or "")[:10] or "-", e.name, e.path)
+            for e in result.entries]
+    widths = [min(max(len(r[i]) for r in rows), 40) for i in range(4)]
+    for row in rows:
+        cells = [row[i][: widths[i]].ljust(widths[i]) for i in range(4)]
+        print("  ".join(cells) + "  " + row[4])
+    print(f"({len(result.entries)} of {result.total})")
+
+
+# --- verbs -----------------------------------------------------------------------------------
+
+def cmd_add(args: argparse.Namespace) -> int:
+    text = " ".join(args.text).strip()
+    if not text:
+        return fail("nothing to add: TEXT is empty")
+    name = (args.name or "").strip() or title_from_text(text)
+
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            entry = await store.create(args.category, name, {"source": "cli"}, text)
+        if args.json:
+            print_json(entry.to_dict())
+        else:
+            print_entry(entry, body=False)
+        return 0
+
+    return run(go)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            result = await store.list(category=args.category, status=args.status,
+                                      limit=args.limit)
+        if args.json:
+            print_json(result.to_dict())
+        else:
+            print_entry_list(result)
+        return 0
+
+    return run(go)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query).strip()
+    if not query:
+        return fail("nothing to search for: QUERY is empty")
+
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            result = await store.search(query, category=args.category, limit=args.limit)
+        if args.json:
+            print_json(result.to_dict())
+        else:
+            print_entry_list(result)
+        return 0
+
+    return run(go)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            check_ref(store, args.ref)
+            entry = await store.get(args.ref)
+        if args.json:
+            print_json(entry.to_dict())
+        else:
+            print_entry(entry)
+        return 0
+
+    return _run_checked(go)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    try:
+        changes = parse_assignments(args.assignments)
+    except UsageError as exc:
+        return fail(str(exc))
+    if not changes and args.append is None:
+        return fail("nothing to update: give key=value pairs and/or --append TEXT")
+
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            check_ref(store, args.ref)
+            entry = await store.update(args.ref, changes, append_body=args.append)
+        if args.json:
+            print_json(entry.to_dict())
+        else:
+            print_entry(entry)
+        return 0
+
+    return _run_checked(go)
+
+
+def cmd_move(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            check_ref(store, args.ref)
+            result: MoveResult = await store.move(args.ref, args.category)
+        if args.json:
+            print_json(result.to_dict())
+        else:
+            print(f"moved {result.old_path} -> {result.new_path} ({result.category})")
+        return 0
+
+    return _run_checked(go)
+
+
+def cmd_backlinks(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            check_ref(store, args.ref)
+            result: BacklinkList = await store.backlinks(args.ref)
+        if args.json:
+            print_json(result.to_dict())
+            return 0
+        print(f"{len(result.backlinks)} note(s) link to {result.target}")
+        for link in result.backlinks:
+            print(f"  {link.path}  ({link.name}): {link.context}")
+        return 0
+
+    return _run_checked(go)
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            stats: RefreshStats = await store.refresh()
+        if args.json:
+            print_json(dataclasses.asdict(stats))
+        else:
+            print(f"indexed {store.vault.root}: added {stats.added}, updated {stats.updated}, "
+                  f"removed {stats.removed}, unchanged {stats.unchanged} "
+                  f"in {stats.seconds:.2f}s")
+        return 0
+
+    return run(go)
+
+
+def _run_checked(go: Any) -> int:
+    """`run`, plus our own UsageError raised inside the coroutine (after the store opened)."""
+    try:
+        return run(go)
+    except UsageError as exc:
+        return fail(str(exc))
+
+
+# --- registration ----------------------------------------------------------------------------
 
 def register(sub: Any) -> None:  # argparse subparsers
-    del sub
+    p = sub.add_parser("add", help="file TEXT as a new note")
+    p.add_argument("text", nargs="+", metavar="TEXT")
+    p.add_argument("--category", required=True, choices=CATEGORIES)
+    p.add_argument("--name", help="note name (default: the first line of TEXT)")
+    add_common(p)
+    p.set_defaults(handler=cmd_add)
 
+    p = sub.add_parser("list", help="list notes, newest first")
+    p.add_argument("--category", choices=CATEGORIES)
+    p.add_argument("--status", choices=ALL_STATUSES)
+    p.add_argument("--limit", type=positive_limit, default=10)
+    add_common(p)
+    p.set_defaults(handler=cmd_list)
 
-def _unused(args: argparse.Namespace) -> int:  # pragma: no cover
-    return 0
+    p = sub.add_parser("search", help="full-text and fuzzy search")
+    p.add_argument("query", nargs="+", metavar="QUERY")
+    p.add_argument("--category", choices=CATEGORIES)
+    p.add_argument("--limit", type=positive_limit, default=10)
+    add_common(p)
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("show", help="print one note (path, id or exact name)")
+    p.add_argument("ref", metavar="PATH_OR_ID")
+    add_common(p)
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("update", help="change fields (key=value) or append to the body")
+    p.add_argument("ref", metavar="PATH_OR_ID")
+    p.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
+                   help="`a,b` for list fields (tags, follow_ups); `null` clears")
+    p.add_argument("--append", metavar="TEXT", help="append TEXT to the body")
+    add_common(p)
+    p.set_defaults(handler=cmd_update)
+
+    p = sub.add_parser("move", help="move a note to another category")
+    p.add_argument("ref", metavar="PATH_OR_ID")
+    p.add_argument("category", choices=CATEGORIES)
+    add_common(p)
+    p.set_defaults(handler=cmd_move)
+
+    p = sub.add_parser("backlinks", help="notes that link to this one")
+    p.add_argument("ref", metavar="PATH_OR_ID")
+    add_common(p)
+    p.set_defaults(handler=cmd_backlinks)
+
+    p = sub.add_parser("reindex", help="bring the search index up to date with the vault")
+    add_common(p)
+    p.set_defaults(handler=cmd_reindex)
