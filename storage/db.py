@@ -1,0 +1,101 @@
+"""The database: one async engine, SQLite pragmas, sessions, migrations applied on open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+# Set on every new SQLite connection. WAL lets readers run beside one writer; busy_timeout makes
+# a second writer (another process, a concurrent turn) wait instead of failing at once.
+SQLITE_PRAGMAS: tuple[str, ...] = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA synchronous=NORMAL",
+)
+
+
+def default_url(data_dir: Path) -> str:
+    return f"sqlite+aiosqlite:///{Path(data_dir).resolve() / 'brain.db'}"
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL, or None (in-memory, URI form, other databases)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        for pragma in SQLITE_PRAGMAS:
+            cursor.execute(pragma)
+    finally:
+        cursor.close()
+
+
+def _upgrade(connection: Connection) -> None:
+    cfg = Config()
+    # configparser would read "%" in the path as interpolation.
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    cfg.attributes["connection"] = connection
+    command.upgrade(cfg, "head")
+
+
+class Database:
+    """The shared database. `async with db.session() as s:`; the caller commits."""
+
+    def __init__(self, url: str, engine: AsyncEngine) -> None:
+        self.url = url
+        self.engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    async def open(cls, url: str) -> Database:
+        file = _sqlite_file(url)
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url)
+        if engine.dialect.name == "sqlite":
+            event.listen(engine.sync_engine, "connect", _set_sqlite_pragmas)
+        try:
+            await cls._migrate(engine)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return cls(url, engine)
+
+    @staticmethod
+    async def _migrate(engine: AsyncEngine) -> None:
+        async with engine.begin() as conn:
+            # Take the write lock before reading the schema version, so two processes opening
+            # one database at once run the upgrade one after the other: the second finds head.
+            if engine.dialect.name == "sqlite":
+                await conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif engine.dialect.name == "postgresql":
+                await conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727274)")
+            await conn.run_sync(_upgrade)
+
+    def session(self) -> AsyncSession:
+        return self._sessions()
+
+    async def close(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,186 @@
+"""ORM tables of the core schema (migration 0001_core).
+
+Timestamps: every datetime column is `UTCDateTime`. Callers pass timezone-aware datetimes
+(naive ones are refused: their zone is a guess); rows come back timezone-aware in UTC. On
+SQLite they are stored as naive UTC text, so text order is time order; on PostgreSQL as
+`timestamptz`.
+
+The search index tables (0002_index, FTS5) are plain DDL owned by `index.py`, not models here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend (SQLite has no timezone type)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} (give a timezone)")
+        value = value.astimezone(UTC)
+        # SQLite keeps text: naive UTC with a fixed format sorts as time.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, datetime: UTCDateTime}
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (
+        Index("ix_conversations_user_updated", "user_id", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # slack:<channel>:<thread_ts> or cli:<user>:<uuid>
+    key: Mapped[str] = mapped_column(String(255), unique=True, index=True)
+    user_id: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str | None] = mapped_column(String(64))
+    thread_ts: Mapped[str | None] = mapped_column(String(64))
+    title: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+    __table_args__ = (Index("ix_turns_conversation_id", "conversation_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"))
+    user_text: Mapped[str] = mapped_column(Text)
+    reply_text: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(32))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    llm_calls: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        # seq orders a conversation's messages; unique so two writers cannot interleave.
+        Index("ix_messages_conversation_seq", "conversation_id", "seq", unique=True),
+        Index("ix_messages_turn_id", "turn_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"))
+    turn_id: Mapped[int] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[Any | None] = mapped_column(JSON)
+    tool_results: Mapped[Any | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ToolRun(Base):
+    __tablename__ = "tool_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    turn_id: Mapped[int] = mapped_column(
+        ForeignKey("turns.id", ondelete="CASCADE"), index=True)
+    call_id: Mapped[str] = mapped_column(String(128))
+    tool: Mapped[str] = mapped_column(String(64))
+    # None when the model's arguments were not a JSON object.
+    arguments: Mapped[Any | None] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))  # ok | error
+    result: Mapped[Any | None] = mapped_column(JSON)
+    # {"code", "message", ...} or a plain message.
+    error: Mapped[Any | None] = mapped_column(JSON)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    duration_ms: Mapped[float] = mapped_column(Float)
+
+
+class Capture(Base):
+    __tablename__ = "captures"
+    __table_args__ = (Index("ix_captures_user_created", "user_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64))
+    conversation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("conversations.id", ondelete="SET NULL"))
+    turn_id: Mapped[int | None] = mapped_column(Integer)
+    original_text: Mapped[str] = mapped_column(Text)
+    entry_id: Mapped[str] = mapped_column(String(64), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(32))
+    confidence: Mapped[float | None] = mapped_column(Float)
+    status: Mapped[str] = mapped_column(String(16))  # filed | needs_review | fixed
+    channel: Mapped[str | None] = mapped_column(String(64))
+    thread_ts: Mapped[str | None] = mapped_column(String(64))
+    message_ts: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ProcessedEvent(Base):
+    __tablename__ = "processed_events"
+
+    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class DigestSubscription(Base):
+    __tablename__ = "digest_subscriptions"
+    __table_args__ = (
+        UniqueConstraint("user_id", "kind", name="uq_digest_subscriptions_user_kind"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))  # daily | weekly
+    weekday: Mapped[int | None] = mapped_column(Integer)  # 0 = Monday (weekly only)
+    hour: Mapped[int] = mapped_column(Integer)
+    minute: Mapped[int] = mapped_column(Integer)
+    tz: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str | None] = mapped_column(String(64))
+    last_sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+CORE_TABLES: tuple[str, ...] = (
+    "conversations", "turns", "messages", "tool_runs", "captures", "processed_events",
+    "digest_subscriptions",
+)
