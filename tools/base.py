@@ -1,0 +1,89 @@
+"""What every tool shares: the context it runs in, its output, its expected failures."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from storage.db import Database
+    from storage.store import Store
+    from storage.types import Entry
+
+MAX_BODY = 2000  # chars of a note body the model sees
+
+
+class DigestMaker(Protocol):
+    """Injected by the bot so generate_digest can use the full digest engine."""
+
+    async def __call__(self, kind: str) -> dict[str, Any]: ...
+
+
+@dataclass
+class ToolContext:
+    store: Store
+    db: Database
+    user_id: str
+    conversation_id: int | None = None
+    turn_id: int | None = None
+    source: str = "cli"  # "cli" or a Slack permalink
+    channel: str | None = None
+    thread_ts: str | None = None
+    confidence_threshold: float = 0.6
+    make_digest: DigestMaker | None = None
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    kind: str  # capture | entry | list | search | update | move | digest | backlinks
+    data: dict[str, Any]  # JSON-safe; what the model sees (capped) and what cards render
+    text: str  # one-line human summary
+
+
+class ToolError(Exception):
+    """An expected failure: becomes an error result the model can correct itself from."""
+
+    def __init__(self, code: str, message: str, *, details: list[str] | None = None,
+                 candidates: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+        self.candidates = candidates
+
+
+ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str  # >= 20 chars, says when to use it
+    parameters: dict[str, Any]  # JSON schema, type object, additionalProperties false
+    run: ToolFn
+    terminal: bool = False  # its result renders itself: capture, move
+    read_only: bool = True  # safe to run concurrently with others
+
+
+# Schema fragments reused by several tools; short descriptions keep the prompt small.
+CATEGORY_ENUM: list[str] = ["people", "projects", "ideas", "admin", "inbox"]
+REF_SCHEMA: dict[str, Any] = {
+    "type": "string", "minLength": 1, "maxLength": 300,
+    "description": "Note path, id or exact name",
+}
+LIMIT_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
+
+
+def limit_arg(args: dict[str, Any], default: int = 10) -> int:
+    value = args.get("limit", default)
+    return int(value) if value is not None else default
+
+
+def entry_data(entry: Entry) -> dict[str, Any]:
+    """An entry as the model sees it: every field, the body capped at MAX_BODY."""
+    data = entry.to_dict()
+    if len(entry.body) > MAX_BODY:
+        data["body"] = entry.body[:MAX_BODY]
+        data["truncated"] = True
+    return data
