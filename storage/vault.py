@@ -1,0 +1,357 @@
+"""The markdown files of one vault: read, create, update, move, trash; atomic writes.
+
+Reading never writes. Every write goes through `_write_atomic` (temp file in the same folder,
+then os.replace), so a reader or the mtime-based index never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from storage.errors import InvalidValue, NotFound, UnsafePath
+from storage.notes import ParsedNote, apply_changes, normalise_scalar, parse_note, render_note
+from storage.paths import resolve_in_vault, slugify
+from storage.types import (
+    CATEGORIES,
+    CATEGORY_FIELDS,
+    DEFAULT_STATUS,
+    LIST_FIELDS,
+    STATUS_VALUES,
+    TRASH_DIR,
+    Entry,
+    MoveResult,
+)
+
+_MAX_SUFFIX = 10_000
+_PROTECTED = ("id", "created")  # set once by create(); update() refuses to change them
+
+
+def new_id() -> str:
+    return "e_" + uuid.uuid4().hex[:12]
+
+
+def now_iso() -> str:
+    """Local time with seconds and UTC offset, e.g. 2026-01-05T09:30:00+01:00."""
+    return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _default(field: str, category: str) -> Any:
+    if field == "status":
+        return DEFAULT_STATUS.get(category)
+    if field in LIST_FIELDS:
+        return []
+    return None
+
+
+def _check_value(key: str, value: Any) -> Any:
+    """A value fit for YAML frontmatter (JSON types), or InvalidValue."""
+    if value is None or isinstance(value, bool | int | float | str | dt.date):
+        return value
+    if isinstance(value, list | tuple):
+        return [_check_value(key, item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(k): _check_value(key, v) for k, v in value.items()}
+    raise InvalidValue(f"field {key!r}: a {type(value).__name__} cannot be stored in a note")
+
+
+def _check_fields(category: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated copy: status per category, list fields as lists of strings."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if not isinstance(key, str) or not key.strip() or "\n" in key:
+            raise InvalidValue(f"field names must be non-empty one-line text, got {key!r}")
+        value = _check_value(key, value)
+        if key in LIST_FIELDS:
+            value = _as_str_list(key, value)
+        if key == "status" and category in STATUS_VALUES:
+            allowed = STATUS_VALUES[category]
+            if not isinstance(value, str) or value.strip().lower() not in allowed:
+                raise InvalidValue(f"status {value!r} is not valid for {category}; "
+                                   f"use one of: {', '.join(allowed)}")
+            value = value.strip().lower()
+        out[key] = value
+    return out
+
+
+def _as_str_list(key: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if not isinstance(value, list):
+        raise InvalidValue(f"field {key!r} must be a list of text items")
+    items: list[str] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise InvalidValue(f"field {key!r} must be a list of text items, got {item!r}")
+        if str(item).strip():
+            items.append(str(item).strip())
+    return items
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` via a hidden temp file in the same folder and os.replace."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    # Dot prefix: scan() skips the temp file if it ever survives a crash.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _claim(folder: Path, stem: str, suffix: str = ".md") -> Path:
+    """Create an empty file `stem.md`, `stem-2.md`, ... that did not exist (O_EXCL).
+
+    Two writers racing for one name get different names; nothing is overwritten.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(1, _MAX_SUFFIX):
+        path = folder / (f"{stem}{suffix}" if number == 1 else f"{stem}-{number}{suffix}")
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
+
+
+class Vault:
+    def __init__(self, root: Path) -> None:
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root.resolve()
+
+    # --- paths -----------------------------------------------------------------------------
+
+    def resolve(self, rel: str) -> Path:
+        return resolve_in_vault(self.root, rel)
+
+    def relpath(self, path: Path) -> str:
+        path = Path(path)
+        if not path.is_absolute():
+            path = self.root / path
+        try:
+            return PurePosixPath(path.relative_to(self.root)).as_posix()
+        except ValueError:
+            raise UnsafePath(f"{path} is not inside the vault") from None
+
+    def _existing(self, rel: str) -> Path:
+        path = self.resolve(rel)
+        if path.is_file():
+            return path
+        if not rel.lower().endswith(".md"):
+            with_md = self.resolve(rel + ".md")
+            if with_md.is_file():
+                return with_md
+        raise NotFound(f"no note at {rel!r}")
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def scan(self) -> Iterator[tuple[str, int, int]]:
+        """(rel, mtime_ns, size) of every *.md, skipping dot-folders and symlinks out."""
+        seen: set[tuple[int, int]] = set()
+        stack: list[tuple[str, str]] = [(str(self.root), "")]
+        while stack:
+            folder, prefix = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue  # vanished or unreadable: the next scan sees it
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    is_link = entry.is_symlink()
+                    if is_link and not self._inside(entry.path):
+                        continue
+                    if entry.is_dir():
+                        info = entry.stat()
+                        key = (info.st_dev, info.st_ino)
+                        if key not in seen:  # symlink loops
+                            seen.add(key)
+                            stack.append((entry.path, prefix + entry.name + "/"))
+                    elif entry.name.lower().endswith(".md") and entry.is_file():
+                        info = entry.stat()
+                        yield prefix + entry.name, info.st_mtime_ns, info.st_size
+                except OSError:
+                    continue
+
+    def _inside(self, path: str) -> bool:
+        try:
+            return Path(path).resolve().is_relative_to(self.root)
+        except (OSError, RuntimeError):
+            return False
+
+    def read_text(self, rel: str) -> str:
+        return self._existing(rel).read_bytes().decode("utf-8", errors="replace")
+
+    def read(self, rel: str) -> Entry:
+        path = self._existing(rel)
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        return self._entry(self.relpath(path), parse_note(text))
+
+    def _read_strict(self, path: Path) -> str:
+        try:
+            return path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidValue(f"{self.relpath(path)} is not UTF-8 text; it was not changed") \
+                from exc
+
+    def _entry(self, rel: str, parsed: ParsedNote) -> Entry:
+        fields = parsed.frontmatter
+        raw_id = fields.get("id")
+        entry_id = str(raw_id) if isinstance(raw_id, str | int) and str(raw_id) else None
+        name = fields.get("name") or fields.get("title")
+        if not isinstance(name, str) or not name.strip():
+            name = PurePosixPath(rel).stem
+        category = fields.get("category")
+        if category not in CATEGORIES:
+            top = rel.split("/", 1)[0] if "/" in rel else None
+            category = top if top in CATEGORIES else None
+        return Entry(rel, entry_id, name.strip(), category, dict(fields), parsed.body)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def create(self, category: str, name: str, fields: dict[str, Any], body: str) -> Entry:
+        if category not in CATEGORIES:
+            raise InvalidValue(f"unknown category {category!r}; use one of: "
+                               f"{', '.join(CATEGORIES)}")
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidValue("a note needs a name")
+        given = _check_fields(category, fields)
+        stamp = now_iso()
+        front: dict[str, Any] = {"id": new_id(), "category": category, "name": name.strip()}
+        for field in CATEGORY_FIELDS[category]:
+            front[field] = given[field] if field in given else _default(field, category)
+        for field in ("confidence", "source"):
+            if field in given:
+                front[field] = given[field]
+        front["created"] = stamp
+        front["updated"] = stamp
+        for key, value in given.items():
+            front.setdefault(key, value)  # id/category/name/created/updated are ours
+        text = render_note(front, body)
+        path = _claim(self.root / category, slugify(name))
+        try:
+            _write_atomic(path, text)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            raise
+        return self._entry(self.relpath(path), parse_note(text))
+
+    def update(self, rel: str, changes: dict[str, Any], append_body: str | None = None) -> Entry:
+        path = self._existing(rel)
+        text = self._read_strict(path)
+        parsed = parse_note(text)
+        if parsed.frontmatter_error is not None:
+            raise InvalidValue(f"{self.relpath(path)} has frontmatter that is not valid YAML "
+                               f"({parsed.frontmatter_error}); fix it by hand first")
+        current = self._entry(self.relpath(path), parsed)
+        for key in _PROTECTED:
+            if key in changes and normalise_scalar(changes[key]) != parsed.frontmatter.get(key):
+                raise InvalidValue(f"{key!r} cannot be changed")
+        if "category" in changes and changes["category"] != current.category:
+            raise InvalidValue("use move to change a note's category")
+        wanted = _check_fields(current.category, changes)
+        wanted = {key: value for key, value in wanted.items()
+                  if key != "updated" and (key not in parsed.frontmatter
+                                           or normalise_scalar(value) != parsed.frontmatter[key])}
+        if not wanted and append_body is None:
+            return current  # nothing to change: leave the file (and its mtime) alone
+        wanted["updated"] = now_iso()
+        new_text = apply_changes(text, wanted, append_body=append_body)
+        _write_atomic(path, new_text)
+        return self._entry(current.path, parse_note(new_text))
+
+    def move(self, rel: str, category: str) -> MoveResult:
+        if category not in CATEGORIES:
+            raise InvalidValue(f"unknown category {category!r}; use one of: "
+                               f"{', '.join(CATEGORIES)}")
+        path = self._existing(rel)
+        text = self._read_strict(path)
+        parsed = parse_note(text)
+        old_rel = self.relpath(path)
+        current = self._entry(old_rel, parsed)
+        if current.category == category and old_rel.split("/", 1)[0] == category:
+            return MoveResult(old_rel, old_rel, category, current)
+        front = parsed.frontmatter
+        changes: dict[str, Any] = {}
+        if current.id is None:
+            changes["id"] = new_id()  # buttons and threads refer to notes by id
+        changes["category"] = category
+        if not isinstance(front.get("name"), str) and not isinstance(front.get("title"), str):
+            changes["name"] = current.name  # the file name may change; keep the shown name
+        for field in CATEGORY_FIELDS[category]:
+            if field not in front:
+                changes[field] = _default(field, category)
+        allowed = STATUS_VALUES.get(category)
+        status = front.get("status")
+        if allowed and "status" in front and (not isinstance(status, str)
+                                              or status.lower() not in allowed):
+            # e.g. admin `todo` -> projects: carry `done` over, otherwise start at the default.
+            is_done = isinstance(status, str) and status.lower() == "done"
+            changes["status"] = "done" if is_done else DEFAULT_STATUS[category]
+        changes["updated"] = now_iso()
+        new_text = apply_changes(text, changes)
+        if path.parent == self.root / category:  # already in the folder: fix the fields only
+            _write_atomic(path, new_text)
+            return MoveResult(old_rel, old_rel, category, self._entry(old_rel,
+                                                                      parse_note(new_text)))
+        target = _claim(self.root / category, slugify(path.stem))
+        try:
+            _write_atomic(target, new_text)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            raise
+        path.unlink()
+        new_rel = self.relpath(target)
+        return MoveResult(old_rel, new_rel, category, self._entry(new_rel, parse_note(new_text)))
+
+    def trash(self, rel: str) -> str:
+        path = self._existing(rel)
+        old_rel = self.relpath(path)
+        if old_rel.split("/", 1)[0] == TRASH_DIR:
+            raise InvalidValue(f"{old_rel} is already in the trash")
+        return self._relocate(path, self.root / TRASH_DIR / old_rel)
+
+    def restore(self, trash_rel: str) -> str:
+        inner = trash_rel
+        if inner.split("/", 1)[0] != TRASH_DIR:
+            inner = f"{TRASH_DIR}/{inner}"
+        path = self.resolve(inner)
+        if not path.is_file():
+            raise NotFound(f"no note at {inner!r} in the trash")
+        original = self.relpath(path).split("/", 1)[1]
+        return self._relocate(path, self.resolve(original))
+
+    def _relocate(self, path: Path, target: Path) -> str:
+        """Rename `path` to `target` (or `target-2`, ...) without overwriting anything."""
+        claimed = _claim(target.parent, target.stem, target.suffix)
+        try:
+            os.replace(path, claimed)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                claimed.unlink()
+            raise
+        return self.relpath(claimed)
