@@ -1,14 +1,169 @@
-"""Placeholder: verbs of this group are added by their owner."""
+"""`brain chat`: a REPL over the same loop Slack uses; `brain log`: what the turns did."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import asyncio
+import json
+import sys
+import uuid
+from typing import Any, TextIO
+
+from bot.brain import Brain, TurnResult
+from bot.commands.common import add_common, fail, print_json, run, user_id
+from bot.config import Settings
+from bot.llm.types import LLMError
+from storage import repositories
 
 
-def register(sub: Any) -> None:  # argparse subparsers
-    del sub
+def register(sub: Any) -> None:
+    p = sub.add_parser("chat", help="talk to your second brain in the terminal",
+                       description="Talk to your second brain. Piped stdin works: one message "
+                                   "per line, replies on stdout.")
+    add_common(p)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--conversation", metavar="ID", help="resume this conversation (id or key)")
+    group.add_argument("--new", action="store_true", help="start a new conversation")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print each tool call with its arguments, status and milliseconds")
+    p.set_defaults(handler=lambda args: run(lambda: _chat(args)))
+
+    lg = sub.add_parser("log", help="recent turns with their tool runs and token usage")
+    add_common(lg)
+    lg.add_argument("--conversation", metavar="ID", help="only this conversation (id or key)")
+    lg.add_argument("--limit", type=int, default=10, help="how many turns (default 10)")
+    lg.set_defaults(handler=lambda args: run(lambda: _log(args)))
 
 
-def _unused(args: argparse.Namespace) -> int:  # pragma: no cover
-    return 0
+def _print_turn(result: TurnResult, verbose: bool, out: TextIO) -> None:
+    if verbose:
+        for e in result.executions:
+            args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else "?"
+            if len(args) > 200:
+                args = args[:200] + "…"
+            detail = "" if e.status == "ok" else f" ({(e.error or {}).get('message', '')})"
+            print(f"  → {e.tool} {args} {e.status}{detail} {e.duration_ms:.0f} ms", file=out)
+        print(f"  [{result.llm_calls} LLM call(s), {result.usage.input_tokens} in / "
+              f"{result.usage.output_tokens} out tokens]", file=out)
+    print(result.text or "(no answer)", file=out)
+    out.flush()
+
+
+async def _pick_conversation(brain: Brain, user: str, args: argparse.Namespace) -> str:
+    if args.conversation:
+        return await _conversation_key(brain, args.conversation)
+    new_key = f"cli:{user}:{uuid.uuid4().hex[:8]}"
+    if args.new or not sys.stdin.isatty():
+        return new_key  # piped input is all messages: no menu to answer
+    async with brain.db.session() as s:
+        recent = await repositories.recent_conversations(s, user, limit=5)
+    if not recent:
+        return new_key
+    print("Recent conversations:")
+    for i, conv in enumerate(recent, 1):
+        print(f"  {i}. {conv.title or '(untitled)'}  [{conv.key}]")
+    choice = input("Resume which? (number, Enter for a new one) ").strip()
+    if choice.isdigit() and 1 <= int(choice) <= len(recent):
+        return recent[int(choice) - 1].key
+    return new_key
+
+
+async def _conversation_key(brain: Brain, ref: str) -> str:
+    async with brain.db.session() as s:
+        row = await repositories.get_conversation(s, ref)
+        if row is None and ref.isdigit():
+            row = await repositories.get_conversation_by_id(s, int(ref))
+    if row is None:
+        raise SystemExit(fail(f"no conversation {ref!r}; `brain log` lists them"))
+    return row.key
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    settings = Settings()
+    brain = await Brain.start(settings, vault_override=args.vault)
+    try:
+        user = user_id(settings, args)
+        if brain.offline:
+            print("No LLM key configured: using the offline rule-based provider "
+                  "(set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model).", file=sys.stderr)
+        key = await _pick_conversation(brain, user, args)
+        interactive = sys.stdin.isatty()
+        if interactive:
+            print(f"Conversation {key}. Type a thought or a question; Ctrl-D to quit.")
+        while True:
+            line = await asyncio.to_thread(_read_line, interactive)
+            if line is None:
+                return 0
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                result = await brain.handle(conversation_key=key, user_id=user, text=text,
+                                            source="cli")
+            except LLMError as exc:  # handle() already saves thoughts; this is a last resort
+                print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
+                continue
+            if args.json:
+                print_json({"text": result.text, "llm_calls": result.llm_calls,
+                            "outage": result.outage,
+                            "tools": [_execution_dict(e) for e in result.executions]})
+            else:
+                _print_turn(result, args.verbose, sys.stdout)
+    finally:
+        await brain.close()
+
+
+def _read_line(interactive: bool) -> str | None:
+    try:
+        return input("> ") if interactive else (sys.stdin.readline() or None)
+    except EOFError:
+        return None
+
+
+def _execution_dict(e: Any) -> dict[str, Any]:
+    return {"tool": e.tool, "arguments": e.arguments, "status": e.status,
+            "result": e.output.data if e.output else None, "error": e.error,
+            "ms": round(e.duration_ms, 1)}
+
+
+async def _log(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        return fail("--limit must be at least 1")
+    settings = Settings()
+    brain = await Brain.start(settings, vault_override=args.vault)
+    try:
+        conv_id = None
+        if args.conversation:
+            key = await _conversation_key(brain, args.conversation)
+            async with brain.db.session() as s:
+                row = await repositories.get_conversation(s, key)
+            conv_id = row.id if row else None
+        async with brain.db.session() as s:
+            turns = await repositories.turns_for_log(s, conv_id, limit=args.limit)
+        if args.json:
+            print_json([_turn_dict(t) for t in turns])
+            return 0
+        if not turns:
+            print("No turns yet. Try `brain chat`.")
+        for t in turns:
+            print(f"#{t.id} conv {t.conversation_id} {t.created_at:%Y-%m-%d %H:%M} "
+                  f"[{t.status}] {t.llm_calls} LLM call(s), "
+                  f"{t.input_tokens} in / {t.output_tokens} out tokens")
+            print(f"  you:   {t.user_text}")
+            for r in t.tool_runs:
+                args_text = json.dumps(r.arguments, ensure_ascii=False)[:120]
+                print(f"  tool:  {r.tool} {args_text} {r.status} {r.duration_ms:.0f} ms"
+                      + (f" ({r.error})" if r.error else ""))
+            print(f"  brain: {(t.reply_text or '').splitlines()[0] if t.reply_text else ''}")
+        return 0
+    finally:
+        await brain.close()
+
+
+def _turn_dict(t: Any) -> dict[str, Any]:
+    return {"id": t.id, "conversation_id": t.conversation_id, "user_text": t.user_text,
+            "reply_text": t.reply_text, "status": t.status, "llm_calls": t.llm_calls,
+            "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
+            "created_at": str(t.created_at),
+            "tool_runs": [{"tool": r.tool, "arguments": r.arguments, "status": r.status,
+                           "error": r.error, "ms": r.duration_ms} for r in t.tool_runs]}

@@ -1,0 +1,144 @@
+"""The tool loop of one turn.
+
+Provider in, tool executions out; persistence is the caller's (bot.brain). The rules, each from
+a failure seen in practice (../shared/fixtures/llm/pitfalls.md):
+- a forced tool choice applies to the first iteration only (forcing every round never ends);
+- calls cut off by the output limit are not executed;
+- the same call with the same arguments is not run twice in a turn;
+- a round whose calls are all terminal and succeeded ends the turn without another LLM call;
+- read-only calls of a round run concurrently, the others one at a time, results in call order;
+- at the iteration cap, one last call with tools disabled asks for an answer from what it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from bot.llm.types import (
+    Completion,
+    Message,
+    Provider,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
+from tools.registry import TOOLS, Execution
+
+Executor = Callable[[ToolCall], Awaitable[Execution]]
+
+TRUNCATED = ("your output was cut off by the length limit before this call was complete; "
+             "it was not run. Retry with shorter arguments.")
+REPEATED = ("this exact call (same tool, same arguments) already ran in this turn; it was not "
+            "run again. Use the earlier result, or answer the user.")
+CAP_NOTE = "Tool budget for this message is used up. Answer the user now from what you have."
+
+
+@dataclass
+class LoopOutcome:
+    text: str
+    messages: list[Message]  # this turn's messages, the user message first
+    executions: list[Execution] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    llm_calls: int = 0
+    capped: bool = False
+
+
+def _call_key(call: ToolCall) -> str:
+    args = call.arguments if call.arguments is not None else call.raw_arguments
+    return call.name + ":" + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _skipped(call: ToolCall, reason: str) -> Execution:
+    content = json.dumps({"ok": False, "error": {"code": "not_run", "message": reason}})
+    return Execution(call_id=call.id, tool=call.name, arguments=call.arguments, status="error",
+                     output=None, error={"code": "not_run", "message": reason},
+                     content=content, duration_ms=0.0)
+
+
+async def _run_round(calls: Sequence[ToolCall], execute: Executor, seen: set[str],
+                     truncated: bool) -> list[Execution]:
+    results: dict[str, Execution] = {}
+    parallel: list[ToolCall] = []
+    for call in calls:
+        key = _call_key(call)
+        if truncated:
+            results[call.id] = _skipped(call, TRUNCATED)
+        elif key in seen:
+            results[call.id] = _skipped(call, REPEATED)
+        else:
+            seen.add(key)
+            tool = TOOLS.get(call.name)
+            if tool is not None and tool.read_only:
+                parallel.append(call)
+    if parallel:
+        done = await asyncio.gather(*(execute(c) for c in parallel))
+        results.update({e.call_id: e for e in done})
+    for call in calls:  # side effects one at a time, in the model's order
+        if call.id not in results:
+            results[call.id] = await execute(call)
+    return [results[c.id] for c in calls]
+
+
+def _ends_turn(executions: Sequence[Execution]) -> bool:
+    return bool(executions) and all(
+        e.status == "ok" and (tool := TOOLS.get(e.tool)) is not None and tool.terminal
+        for e in executions
+    )
+
+
+async def run_turn(
+    provider: Provider,
+    *,
+    system: str,
+    history: Sequence[Message],
+    user_text: str,
+    tools: Sequence[ToolSpec],
+    execute: Executor,
+    max_iterations: int = 8,
+    first_tool_choice: ToolChoice = "auto",
+) -> LoopOutcome:
+    user = Message(role="user", content=user_text)
+    outcome = LoopOutcome(text="", messages=[user])
+    seen: set[str] = set()
+    tool_list = list(tools)
+
+    async def ask(choice: ToolChoice, system_text: str) -> Completion:
+        completion = await provider.complete(system_text, [*history, *outcome.messages],
+                                             tool_list, choice)
+        outcome.llm_calls += 1
+        outcome.usage = outcome.usage + completion.usage
+        return completion
+
+    for iteration in range(max_iterations):
+        completion = await ask(first_tool_choice if iteration == 0 else "auto", system)
+        if not completion.tool_calls:
+            outcome.text = (completion.text or "").strip()
+            if outcome.text:
+                outcome.messages.append(Message(role="assistant", content=outcome.text))
+            return outcome
+        calls = completion.tool_calls
+        outcome.messages.append(Message(role="assistant", content=completion.text or None,
+                                        tool_calls=calls))
+        executions = await _run_round(calls, execute, seen,
+                                      truncated=completion.stop_reason == "max_tokens")
+        outcome.executions.extend(executions)
+        outcome.messages.append(Message(role="tool", tool_results=tuple(
+            ToolResult(e.call_id, e.tool, e.content, is_error=e.status != "ok")
+            for e in executions)))
+        if _ends_turn(executions):
+            outcome.text = "\n".join(e.output.text for e in executions if e.output)
+            return outcome
+        if all(e.error and e.error.get("message") == REPEATED for e in executions):
+            break  # the model is going round in circles: make it answer now
+
+    # Iteration cap: one last call with tools disabled.
+    outcome.capped = True
+    completion = await ask("none", system + "\n\n" + CAP_NOTE)
+    outcome.text = (completion.text or "").strip() or "I could not finish that within my tool budget."
+    outcome.messages.append(Message(role="assistant", content=outcome.text))
+    return outcome
