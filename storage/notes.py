@@ -7,6 +7,7 @@ lines of the keys being changed are rewritten, every other byte of the file stay
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,8 @@ from storage.errors import InvalidValue
 
 BOM = "\ufeff"
 _OPEN_RE = re.compile(r"---[ \t]*(\r?\n)")
+_YAML_LINE_RE = re.compile(r"[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])|.+\Z",
+                           re.DOTALL)
 _CLOSE_RE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
 
@@ -132,6 +135,9 @@ def _represent_none(dumper: yaml.SafeDumper, _value: None) -> yaml.Node:
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    # PyYAML's plain/single-quoted output folds these breaks wrongly; escape them instead.
+    if any(ch in value for ch in "\r\x85\u2028\u2029"):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     # `|+` (several trailing newlines) makes PyYAML end the document with `...`; avoid it.
     if "\n" in value and not value.endswith("\n\n"):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
@@ -150,7 +156,7 @@ def _dump(mapping: Mapping[str, Any]) -> str:
                         allow_unicode=True, sort_keys=False, width=1_000_000_000)
     except yaml.YAMLError as exc:
         raise InvalidValue(f"cannot write that value as YAML: {exc}") from exc
-    if any(line.startswith(("---", "...")) for line in out.splitlines()):
+    if any(line.startswith(("---", "...")) for line in out.split("\n")):
         # A document marker inside the block would end the frontmatter early: use plain quoting.
         out = yaml.safe_dump(dict(mapping), default_flow_style=False, allow_unicode=True,
                              sort_keys=False, width=1_000_000_000)
@@ -167,7 +173,8 @@ def render_note(frontmatter: Mapping[str, Any], body: str) -> str:
 
 def _dump_key(key: str, value: Any, newline: str) -> list[str]:
     out = _dump({key: value})
-    return [line + newline for line in out.splitlines()]
+    # Only "\n": other line-break characters inside a value are content (quoted or escaped).
+    return [line + newline for line in out.rstrip("\n").split("\n")]
 
 
 def _is_filler(line: str) -> bool:
@@ -195,6 +202,52 @@ def _key_blocks(lines: list[str], node: yaml.MappingNode) -> dict[str, list[tupl
         if isinstance(key_node, yaml.ScalarNode):
             blocks.setdefault(key_node.value, []).append((line, end))
     return blocks
+
+
+def _flow(value: Any) -> str:
+    # JSON is valid flow YAML and keeps a JSON-style block (`{"a": 1}`) JSON.
+    return json.dumps(normalise_scalar(value), ensure_ascii=False)
+
+
+def _edit_flow(yaml_text: str, node: yaml.MappingNode, changes: Mapping[str, Any],
+               remove: Iterable[str], newline: str) -> str:
+    """Edit a flow mapping (`{a: 1}` or JSON) in place: values replaced, items added/removed."""
+    edits: list[tuple[int, int, str]] = []
+    pairs = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
+    present = {k.value for k, _ in pairs}
+    for key_node, value_node in pairs:
+        start, end = key_node.start_mark.index, value_node.end_mark.index
+        if key_node.value in changes:
+            edits.append((value_node.start_mark.index, end, _flow(changes[key_node.value])))
+        elif key_node.value in remove:
+            after = yaml_text[end:].lstrip()
+            if after.startswith(","):
+                stop = len(yaml_text) - len(after) + 1
+                stop += len(yaml_text[stop:]) - len(yaml_text[stop:].lstrip())
+                edits.append((start, stop, ""))
+            else:
+                before = yaml_text[:start].rstrip()
+                if before.endswith(","):
+                    start = len(before) - 1
+                edits.append((start, end, ""))
+    new_items = [f"{_flow(key)}: {_flow(value)}" for key, value in changes.items()
+                 if key not in present]
+    if new_items:
+        close = node.end_mark.index - 1  # the `}`
+        last = yaml_text[:close].rstrip()
+        if last.endswith("{"):
+            edits.append((close, close, ", ".join(new_items)))
+        elif pairs and node.start_mark.line != node.end_mark.line:
+            # One item per line (pretty JSON): follow the last item's indentation.
+            line_start = yaml_text.rfind("\n", 0, pairs[-1][0].start_mark.index) + 1
+            indent = yaml_text[line_start:pairs[-1][0].start_mark.index]
+            joined = "".join(f",{newline}{indent}{item}" for item in new_items)
+            edits.append((len(last), len(last), joined))
+        else:
+            edits.append((len(last), len(last), "".join(f", {item}" for item in new_items)))
+    for start, end, replacement in sorted(edits, reverse=True):
+        yaml_text = yaml_text[:start] + replacement + yaml_text[end:]
+    return yaml_text
 
 
 def _append_body(body: str, extra: str, newline: str) -> str:
@@ -234,13 +287,10 @@ def apply_changes(text: str, changes: Mapping[str, Any], *, remove: Iterable[str
     if error is not None:
         raise InvalidValue(f"the note's frontmatter is not valid YAML, so it was not changed: "
                            f"{error}")
-    lines = yaml_text.splitlines(keepends=True)
+    # Split where YAML itself sees line breaks, so the parser's line numbers index this list.
+    lines = _YAML_LINE_RE.findall(yaml_text)
     if isinstance(node, yaml.MappingNode) and node.flow_style:
-        # `{a: 1, b: 2}` on one line has no per-key lines; rewrite that (comment-free) block.
-        merged = {k: v for k, v in data.items() if k not in remove}
-        merged.update(changes)
-        new_yaml = "".join(line for key, value in merged.items()
-                           for line in _dump_key(str(key), value, newline))
+        new_yaml = _edit_flow(yaml_text, node, changes, remove, newline)
     else:
         blocks = _key_blocks(lines, node) if isinstance(node, yaml.MappingNode) else {}
         replace: dict[int, list[str]] = {}
