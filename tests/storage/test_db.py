@@ -1,0 +1,169 @@
+"""Database.open: folder, pragmas, migrations (matching the models), concurrent opens."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from storage.db import MIGRATIONS_DIR, Database, default_url
+from storage.models import CORE_TABLES, Base
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def url_for(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def migration_head() -> str:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head
+
+
+async def test_open_creates_folder_and_every_core_table(tmp_path: Path) -> None:
+    db_file = tmp_path / "deep" / "er" / "brain.db"
+    db = await Database.open(url_for(db_file))
+    try:
+        assert db_file.is_file()
+        async with db.engine.connect() as conn:
+            names = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+            version = (await conn.execute(text("SELECT version_num FROM alembic_version"))
+                       ).scalar_one()
+        assert set(CORE_TABLES) <= names
+        assert version == migration_head()
+    finally:
+        await db.close()
+
+
+def _schema(conn: Connection) -> dict[str, object]:
+    insp = inspect(conn)
+    out: dict[str, object] = {}
+    for table in CORE_TABLES:
+        out[table] = {
+            "columns": {c["name"]: c["nullable"] for c in insp.get_columns(table)},
+            "pk": tuple(insp.get_pk_constraint(table)["constrained_columns"]),
+            "indexes": {(i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                        for i in insp.get_indexes(table)},
+            "unique": {tuple(u["column_names"]) for u in insp.get_unique_constraints(table)},
+            "fks": {(tuple(f["constrained_columns"]), f["referred_table"],
+                     (f.get("options") or {}).get("ondelete"))
+                    for f in insp.get_foreign_keys(table)},
+        }
+    return out
+
+
+async def test_migration_matches_the_models(tmp_path: Path) -> None:
+    migrated = await Database.open(url_for(tmp_path / "migrated.db"))
+    from_models = await Database.open(url_for(tmp_path / "models.db"))
+    try:
+        # A second database built straight from the ORM metadata: both must look the same.
+        async with from_models.engine.begin() as conn:
+            await conn.run_sync(lambda c: Base.metadata.drop_all(c, tables=[
+                Base.metadata.tables[t] for t in CORE_TABLES]))
+            await conn.run_sync(lambda c: Base.metadata.create_all(c, tables=[
+                Base.metadata.tables[t] for t in CORE_TABLES]))
+        async with migrated.engine.connect() as a, from_models.engine.connect() as b:
+            assert await a.run_sync(_schema) == await b.run_sync(_schema)
+    finally:
+        await migrated.close()
+        await from_models.close()
+
+
+async def test_pragmas_hold_on_every_connection(tmp_path: Path) -> None:
+    db = await Database.open(url_for(tmp_path / "brain.db"))
+    try:
+        # Two sessions at once use two pooled connections; each must have the pragmas.
+        async with db.session() as s1, db.session() as s2:
+            for s in (s1, s2):
+                assert (await s.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
+                assert (await s.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
+                assert (await s.execute(text("PRAGMA busy_timeout"))).scalar_one() == 5000
+                assert (await s.execute(text("PRAGMA synchronous"))).scalar_one() == 1  # NORMAL
+    finally:
+        await db.close()
+
+
+async def test_foreign_keys_are_enforced(tmp_path: Path) -> None:
+    db = await Database.open(url_for(tmp_path / "brain.db"))
+    try:
+        async with db.session() as s:
+            with pytest.raises(IntegrityError):
+                await s.execute(text(
+                    "INSERT INTO turns (conversation_id, user_text, status, input_tokens, "
+                    "output_tokens, llm_calls, created_at) "
+                    "VALUES (999, 'hi', 'running', 0, 0, 0, '2024-01-01 00:00:00')"))
+    finally:
+        await db.close()
+
+
+async def test_reopen_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
+    url = url_for(tmp_path / "brain.db")
+    db = await Database.open(url)
+    async with db.session() as s:
+        await s.execute(text("INSERT INTO processed_events VALUES ('e1', '2024-01-01 00:00:00')"))
+        await s.commit()
+    await db.close()
+    db = await Database.open(url)
+    try:
+        async with db.session() as s:
+            count = (await s.execute(text("SELECT count(*) FROM processed_events"))).scalar_one()
+        assert count == 1
+    finally:
+        await db.close()
+
+
+async def test_concurrent_opens_in_one_process(tmp_path: Path) -> None:
+    url = url_for(tmp_path / "brain.db")
+    dbs = await asyncio.gather(*(Database.open(url) for _ in range(4)))
+    try:
+        async with dbs[-1].engine.connect() as conn:
+            versions = (await conn.execute(text("SELECT version_num FROM alembic_version"))
+                        ).scalars().all()
+        assert versions == [migration_head()]
+    finally:
+        for db in dbs:
+            await db.close()
+
+
+def test_two_processes_open_a_new_database_at_once(tmp_path: Path) -> None:
+    url = url_for(tmp_path / "shared" / "brain.db")
+    script = (
+        "import asyncio, sys\n"
+        "from storage.db import Database\n"
+        "async def main():\n"
+        "    db = await Database.open(sys.argv[1])\n"
+        "    await db.close()\n"
+        "asyncio.run(main())\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, url], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    for p in procs:
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 0, err
+
+
+async def test_in_memory_database_works() -> None:
+    db = await Database.open("sqlite+aiosqlite:///:memory:")
+    try:
+        async with db.session() as s:
+            await s.execute(text("INSERT INTO processed_events VALUES ('e', '2024-01-01')"))
+            count = (await s.execute(text("SELECT count(*) FROM processed_events"))).scalar_one()
+        assert count == 1
+    finally:
+        await db.close()
+
+
+def test_default_url_points_into_the_data_dir(tmp_path: Path) -> None:
+    assert default_url(tmp_path) == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'brain.db'}"
