@@ -1,0 +1,247 @@
+"""The tool registry: validates a call's arguments, runs the tool, and turns every outcome
+(success or any failure) into an Execution whose content the model can read."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from storage.errors import Ambiguous, StorageError
+from tools import (
+    classify_and_capture,
+    generate_digest,
+    get_entry,
+    list_backlinks,
+    list_entries,
+    move_entry,
+    search_entries,
+    update_entry,
+)
+from tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+MAX_RESULT_CHARS = 6000
+MAX_CANDIDATES = 10
+_PREVIEW = 300  # chars of raw arguments echoed back on a parse error
+_MESSAGE = 200  # chars of one validation message (instances can be huge)
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        classify_and_capture.TOOL,
+        list_entries.TOOL,
+        get_entry.TOOL,
+        search_entries.TOOL,
+        update_entry.TOOL,
+        move_entry.TOOL,
+        generate_digest.TOOL,
+        list_backlinks.TOOL,
+    )
+}
+_VALIDATORS: dict[str, Draft202012Validator] = {
+    name: Draft202012Validator(tool.parameters) for name, tool in TOOLS.items()
+}
+
+
+def tool_specs() -> list[dict[str, Any]]:
+    """The tools as the LLM layer wants them, in a stable order."""
+    return [{"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in TOOLS.values()]
+
+
+@dataclass(frozen=True)
+class Execution:
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] | None
+    status: str  # ok | error
+    output: ToolOutput | None
+    error: dict[str, Any] | None  # {"code","message","details"?,"candidates"?}
+    content: str  # JSON text for the model, capped at MAX_RESULT_CHARS
+    duration_ms: float
+
+
+# ---------------------------------------------------------------- validation messages
+
+def _field_path(error: ValidationError) -> str:
+    path = error.json_path  # "$", "$.hints.confidence", "$.tags[0]"
+    return "arguments" if path == "$" else path.removeprefix("$.")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _kind(schema: Any) -> str:
+    """A schema's type in words, e.g. "string, number" or "array of string"."""
+    if not isinstance(schema, dict):
+        return "a value"
+    kind = schema.get("type", "value")
+    words = ", ".join(kind) if isinstance(kind, list) else str(kind)
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        words += f" of {_kind(schema['items'])}"
+    return words
+
+
+def _message(error: ValidationError) -> str:
+    instance = error.instance
+    if error.validator in ("maxLength", "minLength") and isinstance(instance, str):
+        return f"is {len(instance)} characters, limit {error.validator} {error.validator_value}"
+    if error.validator in ("maxItems", "minItems", "maxProperties") and isinstance(
+            instance, list | dict):
+        return f"has {len(instance)} items, limit {error.validator} {error.validator_value}"
+    if error.validator == "anyOf" and isinstance(error.validator_value, list):
+        kinds = " or ".join(_kind(sub) for sub in error.validator_value)
+        return f"{_short(instance)} is not valid: expected {kinds}"
+    message = error.message
+    return message if len(message) <= _MESSAGE else message[: _MESSAGE - 1] + "…"
+
+
+def _best_errors(errors: Iterator[ValidationError]) -> list[str]:
+    out: list[str] = []
+    for error in sorted(errors, key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        # anyOf failures: the sub-errors say more than "is not valid under any".
+        line = f"{_field_path(error)}: {_message(error)}"
+        if line not in out:
+            out.append(line)
+    return out
+
+
+def validation_errors(name: str, arguments: Any) -> list[str]:
+    """Every schema violation of `arguments`, as "<field path>: <message>"."""
+    return _best_errors(_VALIDATORS[name].iter_errors(arguments))
+
+
+# ---------------------------------------------------------------- capped JSON content
+
+def _shrink(value: Any, str_cap: int | None, list_cap: int | None) -> Any:
+    if isinstance(value, str):
+        if str_cap is not None and len(value) > str_cap:
+            return value[:str_cap] + "…"
+        return value
+    if isinstance(value, list):
+        items = value if list_cap is None else value[:list_cap]
+        return [_shrink(v, str_cap, list_cap) for v in items]
+    if isinstance(value, dict):
+        return {k: _shrink(v, str_cap, list_cap) for k, v in value.items()}
+    return value
+
+
+# (string cap, list cap) tried in order, from gentle to harsh.
+_STEPS: tuple[tuple[int | None, int | None], ...] = (
+    (2000, None), (2000, 20), (1000, 10), (500, 10), (300, 5), (200, 3), (100, 2), (60, 1),
+    (30, 1),
+)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def cap_content(payload: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> str:
+    """JSON text of `payload` of at most `limit` chars, always valid JSON.
+
+    Too big: long strings and lists are trimmed (whole items, never mid-escape) and
+    `"truncated": true` is added; as a last resort a preview string of the whole.
+    """
+    text = _dumps(payload)
+    if len(text) <= limit:
+        return text
+    for str_cap, list_cap in _STEPS:
+        smaller = _shrink(payload, str_cap, list_cap)
+        smaller["truncated"] = True
+        text = _dumps(smaller)
+        if len(text) <= limit:
+            return text
+    # Too many keys even when every value is small: keep the longest preview that fits.
+    full = _dumps(payload)
+    head: dict[str, Any] = {"ok": payload.get("ok", True), "truncated": True}
+    lo, hi = 0, len(full)
+    while lo < hi:  # the encoded length grows with the prefix length
+        mid = (lo + hi + 1) // 2
+        if len(_dumps({**head, "preview": full[:mid]})) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return _dumps({**head, "preview": full[:lo]})
+
+
+# ---------------------------------------------------------------- execute
+
+def _error(code: str, message: str, *, details: list[str] | None = None,
+           candidates: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    if candidates:
+        error["candidates"] = candidates[:MAX_CANDIDATES]
+    return error
+
+
+def _storage_error(exc: StorageError) -> dict[str, Any]:
+    if isinstance(exc, Ambiguous):
+        shown = exc.candidates[:MAX_CANDIDATES]
+        candidates = [{"path": c.path, "name": c.name, "category": c.category} for c in shown]
+        paths = ", ".join(c.path for c in shown)
+        message = f"{exc.message} Candidates: {paths}. Ask the user which one, or use a path."
+        return _error(exc.code, message, candidates=candidates)
+    return _error(exc.code, exc.message)
+
+
+async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str, Any] | None,
+                  parse_error: str | None = None) -> Execution:
+    """Run one tool call. Never raises: every failure is an error Execution."""
+    started = time.perf_counter()
+    output: ToolOutput | None = None
+    error: dict[str, Any] | None = None
+    tool = TOOLS.get(name)
+    if tool is None:
+        error = _error("unknown_tool",
+                       f"unknown tool {name[:80]!r}; valid tools: {', '.join(TOOLS)}")
+    elif parse_error is not None:
+        preview = parse_error if len(parse_error) <= _PREVIEW else parse_error[:_PREVIEW] + "…"
+        error = _error("invalid_json", f"arguments were not valid JSON: {preview}")
+    else:
+        args: Any = {} if arguments is None else arguments
+        problems = validation_errors(name, args)
+        if problems:
+            error = _error("invalid_arguments",
+                           f"arguments do not match the {name} schema: {'; '.join(problems)}",
+                           details=problems)
+        else:
+            try:
+                output = await tool.run(ctx, args)
+            except StorageError as exc:
+                error = _storage_error(exc)
+            except ToolError as exc:
+                error = _error(exc.code, exc.message, details=exc.details,
+                               candidates=exc.candidates)
+            except Exception as exc:  # a bug must reach the model as a result, not kill the turn
+                error = _error("internal", f"tool failed: {type(exc).__name__}: {exc}"[:500])
+
+    content = ""
+    if output is not None:
+        try:
+            data = {k: v for k, v in output.data.items() if k != "ok"}
+            content = cap_content({"ok": True, **data})
+        except Exception as exc:  # data that is not JSON-safe is a tool bug
+            output = None
+            error = _error("internal", f"tool failed: {type(exc).__name__}: {exc}"[:500])
+    if error is not None:
+        content = cap_content({"ok": False, "error": error})
+    return Execution(
+        call_id=call_id,
+        tool=name,
+        arguments=arguments,
+        status="ok" if error is None else "error",
+        output=output,
+        error=error,
+        content=content,
+        duration_ms=(time.perf_counter() - started) * 1000.0,
+    )
