@@ -1,0 +1,229 @@
+"""Anthropic Messages adapter (the only module that imports `anthropic`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+
+from bot.llm.configs import LLMConfig
+from bot.llm.types import (
+    AuthError,
+    BadRequest,
+    Completion,
+    LLMError,
+    LLMTimeout,
+    Message,
+    NamedTool,
+    Overloaded,
+    RateLimited,
+    RequestOptions,
+    StopReason,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    ToolSpec,
+    Unavailable,
+    Usage,
+)
+
+DEFAULT_MAX_TOKENS = 2048
+DEFAULT_TOOL_DESCRIPTION = "Give your answer as the input of this tool."
+MISSING_RESULT = "ERROR: the tool did not complete; no result was recorded."
+_STOP: dict[str, StopReason] = {
+    "end_turn": "end_turn", "stop_sequence": "end_turn", "tool_use": "tool_use",
+    "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+
+
+def _result_block(result: ToolResult) -> dict[str, Any]:
+    # Anthropic rejects empty content on error results, and empty text anywhere.
+    content = result.content or ("error" if result.is_error else "(no output)")
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id,
+                             "content": content}
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def translate_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Our messages as Messages-API turns: tool results first in the next user turn, one per
+    tool_use of the assistant turn before, consecutive same-role turns merged."""
+    out: list[dict[str, Any]] = []
+    pending: list[ToolCall] = []  # the tool_use blocks of the last assistant turn
+    for message in messages:
+        blocks: list[dict[str, Any]]
+        if message.role == "assistant":
+            blocks = []
+            if message.content and message.content.strip():
+                blocks.append({"type": "text", "text": message.content})
+            # Unparsable arguments were answered with an error result; input {} keeps the
+            # tool_use/tool_result pairing valid.
+            blocks.extend({"type": "tool_use", "id": call.id, "name": call.name,
+                           "input": call.arguments if call.arguments is not None else {}}
+                          for call in message.tool_calls)
+            pending = list(message.tool_calls)
+            role = "assistant"
+        elif message.role == "tool":
+            by_id = {r.call_id: r for r in message.tool_results}
+            if pending:
+                # Every tool_use needs a result; results for other ids would be rejected.
+                blocks = [_result_block(by_id[c.id]) if c.id in by_id
+                          else _result_block(ToolResult(c.id, c.name, MISSING_RESULT, True))
+                          for c in pending]
+            else:
+                blocks = [_result_block(r) for r in message.tool_results]
+            pending = []
+            role = "user"
+        else:
+            blocks = [{"type": "text", "text": message.content}] \
+                if message.content and message.content.strip() else []
+            role = "user"
+        if not blocks:
+            continue  # an empty turn is invalid on the wire
+        if out and out[-1]["role"] == role:
+            previous = out[-1]["content"]
+            results = [b for b in previous + blocks if b["type"] == "tool_result"]
+            others = [b for b in previous + blocks if b["type"] != "tool_result"]
+            out[-1]["content"] = results + others  # tool results must come first
+        else:
+            out.append({"role": role, "content": blocks})
+    # A lone user text is sent as a plain string, the simplest valid form.
+    for turn in out:
+        content = turn["content"]
+        if turn["role"] == "user" and len(content) == 1 and content[0]["type"] == "text":
+            turn["content"] = content[0]["text"]
+    return out
+
+
+def translate_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in tools]
+
+
+def translate_tool_choice(choice: ToolChoice) -> dict[str, Any]:
+    if isinstance(choice, NamedTool):
+        return {"type": "tool", "name": choice.name}
+    return {"type": {"auto": "auto", "required": "any", "none": "none"}[choice]}
+
+
+def map_error(exc: Exception) -> LLMError:
+    request_id = getattr(exc, "request_id", None)
+    message = getattr(exc, "message", None) or str(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return LLMTimeout(f"Anthropic timed out: {message}", request_id=request_id)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return Unavailable(f"Anthropic unreachable: {message}", request_id=request_id)
+    if isinstance(exc, anthropic.RateLimitError):
+        return RateLimited(f"Anthropic rate limit: {message}", request_id=request_id)
+    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+        return AuthError(f"Anthropic refused the credentials: {message}", request_id=request_id)
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        body = exc.body if isinstance(exc.body, dict) else {}
+        error = body.get("error")
+        kind = error.get("type") if isinstance(error, dict) else None
+        if status in (503, 529) or kind == "overloaded_error":
+            return Overloaded(f"Anthropic overloaded ({status}): {message}",
+                              request_id=request_id)
+        if status >= 500:
+            return Unavailable(f"Anthropic server error ({status}): {message}",
+                               request_id=request_id)
+        if status == 408:
+            return LLMTimeout(f"Anthropic timed out ({status}): {message}",
+                              request_id=request_id)
+        return BadRequest(f"Anthropic rejected the request ({status}): {message}",
+                          request_id=request_id)
+    return Unavailable(f"Anthropic call failed: {message}", request_id=request_id)
+
+
+class AnthropicProvider:
+    def __init__(self, config: LLMConfig, api_key: str, base_url: str | None = None,
+                 timeout: float = 30.0, max_retries: int = 2) -> None:
+        self.config = config
+        self.name = config.id
+        self.model = config.model
+        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout,
+                                  "max_retries": max_retries}
+        if base_url:
+            kwargs["base_url"] = base_url
+        # An explicit api_key: a profile on disk is never picked up.
+        self.client = anthropic.AsyncAnthropic(**kwargs)
+
+    def build_request(self, system: str, messages: list[Message], tools: list[ToolSpec],
+                      tool_choice: ToolChoice = "auto",
+                      options: RequestOptions | None = None) -> dict[str, Any]:
+        max_tokens = self.config.params.get("max_tokens", DEFAULT_MAX_TOKENS)
+        if options is not None and options.max_tokens is not None:
+            max_tokens = options.max_tokens
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens,
+                                "messages": translate_messages(messages)}
+        if system:
+            body["system"] = system
+        choice: ToolChoice = tool_choice
+        if options is not None and options.tool_schema is not None:
+            name = options.tool_name or self.config.default_tool_name
+            tools = [ToolSpec(name, options.tool_description or DEFAULT_TOOL_DESCRIPTION,
+                              options.tool_schema)]
+            choice = options.tool_choice or NamedTool(name)
+        elif options is not None and options.tool_choice is not None:
+            choice = options.tool_choice
+        if tools:
+            body["tools"] = translate_tools(tools)
+            body["tool_choice"] = translate_tool_choice(choice)
+        if options is not None and options.response_schema is not None:
+            body["output_config"] = {"format": {"type": "json_schema",
+                                                "schema": options.response_schema}}
+        return body
+
+    async def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
+                       tool_choice: ToolChoice = "auto",
+                       options: RequestOptions | None = None) -> Completion:
+        body = self.build_request(system, messages, tools, tool_choice, options)
+        extra = {k: v for k, v in self.config.params.items() if k not in body}
+        try:
+            response = await self.client.messages.create(**body, extra_body=extra or None)
+        except anthropic.AnthropicError as exc:
+            raise map_error(exc) from exc
+        except ValueError as exc:  # client-side checks, e.g. "Streaming is required"
+            raise BadRequest(f"Anthropic request not sent: {exc}") from exc
+        return self.parse_response(response, options)
+
+    def parse_response(self, response: Any, options: RequestOptions | None) -> Completion:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in response.content:
+            if block.type == "text" and block.text:
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                value = block.input
+                if isinstance(value, dict):
+                    calls.append(ToolCall(id=block.id, name=block.name, arguments=value,
+                                          raw_arguments=json.dumps(value)))
+                else:
+                    calls.append(ToolCall(
+                        id=block.id, name=block.name, arguments=None,
+                        raw_arguments=json.dumps(value),
+                        parse_error="the tool input must be a JSON object, "
+                                    f"got {type(value).__name__}"))
+        text = "\n".join(texts) or None
+        stop = _STOP.get(response.stop_reason or "", "other")
+        parsed: dict[str, Any] | None = None
+        if options is not None and options.response_schema is not None and text:
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = None
+            parsed = value if isinstance(value, dict) else None
+        if parsed is None and options is not None and options.tool_schema is not None \
+                and calls and calls[0].arguments is not None:
+            parsed = calls[0].arguments
+        usage = response.usage
+        return Completion(
+            text=text, tool_calls=tuple(calls), stop_reason=stop,
+            usage=Usage(getattr(usage, "input_tokens", 0) or 0,
+                        getattr(usage, "output_tokens", 0) or 0),
+            model=response.model or self.model, parsed=parsed,
+        )
