@@ -127,7 +127,7 @@ class Brain:
                 summary = await store.summary()
                 system = system_prompt(now=self.now(), summary=summary, filed=filed,
                                        threshold=self.settings.confidence_threshold)
-                history = build_history([[m.as_dict() for m in t] for t in stored_turns])
+                history = build_history([[_stored(m) for m in t] for t in stored_turns])
                 outcome = await run_turn(self.provider, system=system, history=history,
                                          user_text=text, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations)
@@ -254,6 +254,11 @@ class Brain:
         reply: str = await digest_command(self.db, user_id, text, channel=channel,
                                           tz=tz or self.settings.tz)
         return reply
+
+
+def _stored(row: repositories.MessageRow) -> dict[str, Any]:
+    return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
+            "tool_results": row.tool_results}
 
 
 def _name_of(capture: repositories.CaptureRow) -> str:

@@ -84,6 +84,12 @@ async def _run_round(calls: Sequence[ToolCall], execute: Executor, seen: set[str
     return [results[c.id] for c in calls]
 
 
+def _rendered(e: Execution) -> str:
+    assert e.output is not None
+    path = e.output.data.get("path") or e.output.data.get("newPath")
+    return e.output.text + (f" [{path}]" if path and path not in e.output.text else "")
+
+
 def _ends_turn(executions: Sequence[Execution]) -> bool:
     return bool(executions) and all(
         e.status == "ok" and (tool := TOOLS.get(e.tool)) is not None and tool.terminal
@@ -131,7 +137,10 @@ async def run_turn(
             ToolResult(e.call_id, e.tool, e.content, is_error=e.status != "ok")
             for e in executions)))
         if _ends_turn(executions):
-            outcome.text = "\n".join(e.output.text for e in executions if e.output)
+            # The result renders itself; the stored reply keeps path and confidence so the
+            # next turn (and `brain log`) can see where the note went.
+            outcome.text = "\n".join(_rendered(e) for e in executions)
+            outcome.messages.append(Message(role="assistant", content=outcome.text))
             return outcome
         if all(e.error and e.error.get("message") == REPEATED for e in executions):
             break  # the model is going round in circles: make it answer now

@@ -1,0 +1,141 @@
+"""One turn through the Brain: prompt, persistence, corrections, outage."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from bot.brain import Brain
+from bot.config import Settings
+from bot.llm.configs import make_provider, select_config
+from storage import repositories
+from tests.bot.scripted import ScriptedProvider, call, text, tools
+from tools.registry import tool_specs
+
+
+def _settings(tmp_path: Path, **env: str) -> Settings:
+    return Settings(BRAIN_DATA_DIR=tmp_path / "data", **env)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+async def scripted(tmp_path: Path):
+    provider = ScriptedProvider()
+    brain = await Brain.start(_settings(tmp_path), provider=provider)
+    yield brain, provider
+    await brain.close()
+
+
+async def _messages(brain: Brain, key: str) -> list[list[repositories.MessageRow]]:
+    async with brain.db.session() as s:
+        conv = await repositories.get_conversation(s, key)
+        assert conv is not None
+        return await repositories.recent_turn_messages(s, conv.id, 20)
+
+
+async def test_capture_stores_assistant_message_with_path_and_confidence(scripted) -> None:
+    brain, provider = scripted
+    provider.answers = [tools(call("classify_and_capture", {
+        "text": "Q3 budget review with finance",
+        "hints": {"category": "projects", "confidence": 0.82, "name": "Q3 budget"}}))]
+    result = await brain.handle(conversation_key="cli:t:1", user_id="u1",
+                                text="Q3 budget review with finance")
+    assert result.llm_calls == 1
+    turns = await _messages(brain, "cli:t:1")
+    last = turns[-1][-1]
+    assert last.role == "assistant"
+    assert "projects/q3-budget.md" in last.content and "0.82" in last.content
+    async with brain.db.session() as s:
+        runs = (await repositories.turns_for_log(s, None, limit=1))[0].tool_runs
+    assert [r.tool for r in runs] == ["classify_and_capture"] and runs[0].status == "ok"
+
+
+async def test_system_prompt_names_tools_and_carries_summary_and_history(scripted) -> None:
+    brain, provider = scripted
+    store = brain.store_for("u1")
+    await store.create("projects", "Offsite planning", {"status": "active"}, "")
+    provider.answers = [tools(call("classify_and_capture", {
+        "text": "Book the venue", "hints": {"category": "admin", "confidence": 0.9}})),
+        text("You have 1 active project.")]
+    await brain.handle(conversation_key="cli:t:2", user_id="u1", text="Book the venue")
+    await brain.handle(conversation_key="cli:t:2", user_id="u1", text="what's active?")
+    request = provider.requests[-1]
+    guidance = request.system
+    for spec in tool_specs():
+        assert spec["name"] in guidance or spec["name"] in {t.name for t in request.tools}
+    assert {t.name for t in request.tools} == {s["name"] for s in tool_specs()}
+    assert "Offsite planning" in guidance  # bounded vault summary
+    assert "Notes filed in this conversation:" in guidance and "admin/" in guidance
+    # history: the first turn, whole, before the new user message
+    roles = [m.role for m in request.messages]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+
+
+async def test_fix_command_moves_the_thread_note_without_an_llm_call(scripted) -> None:
+    brain, provider = scripted
+    provider.answers = [tools(call("classify_and_capture", {
+        "text": "Call Sara about the Q3 budget",
+        "hints": {"category": "people", "confidence": 0.8, "name": "Sara"}}))]
+    await brain.handle(conversation_key="cli:t:3", user_id="u1",
+                       text="Call Sara about the Q3 budget")
+    calls_before = len(provider.requests)
+    result = await brain.handle(conversation_key="cli:t:3", user_id="u1", text="fix: projects")
+    assert len(provider.requests) == calls_before  # no LLM call
+    assert result.llm_calls == 0
+    root = brain.store_for("u1").vault.root
+    assert (root / "projects" / "sara.md").exists() and not (root / "people" / "sara.md").exists()
+    async with brain.db.session() as s:
+        conv = await repositories.get_conversation(s, "cli:t:3")
+        captures = await repositories.captures_for_conversation(s, conv.id)
+    assert captures[-1].status == "fixed" and captures[-1].path == "projects/sara.md"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_llm_down_a_thought_still_lands_in_the_inbox(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, BRAIN_LLM="openai", OPENAI_API_KEY="x",
+                         OPENAI_BASE_URL=f"http://127.0.0.1:{_closed_port()}/v1",
+                         BRAIN_LLM_MAX_RETRIES="0", BRAIN_LLM_TIMEOUT="2")
+    brain = await Brain.start(settings, provider=make_provider(select_config(settings), settings))
+    try:
+        result = await brain.handle(conversation_key="cli:t:4", user_id="u1",
+                                    text="Renew the car insurance before March")
+        assert result.outage is not None
+        assert "inbox" in result.text
+        notes = list((brain.store_for("u1").vault.root / "inbox").glob("*.md"))
+        assert len(notes) == 1
+        body = notes[0].read_text()
+        assert "Renew the car insurance before March" in body and "LLM unreachable" in body
+        # a question is not filed, and says so
+        answer = await brain.handle(conversation_key="cli:t:4", user_id="u1",
+                                    text="what are my projects?")
+        assert answer.outage is not None and "nothing was saved" in answer.text
+        assert len(list((brain.store_for("u1").vault.root / "inbox").glob("*.md"))) == 1
+    finally:
+        await brain.close()
+
+
+async def test_hostile_user_id_is_refused(scripted) -> None:
+    brain, _ = scripted
+    from storage.errors import InvalidValue
+
+    with pytest.raises(InvalidValue):
+        brain.store_for("../../etc")
+
+
+async def test_turn_is_stored_whole_with_usage(scripted) -> None:
+    brain, provider = scripted
+    provider.answers = [tools(call("list_entries", {})), text("Nothing yet.")]
+    await brain.handle(conversation_key="cli:t:5", user_id="u1", text="list my notes")
+    async with brain.db.session() as s:
+        turn = (await repositories.turns_for_log(s, None, limit=1))[0]
+    assert turn.llm_calls == 2 and turn.input_tokens == 150 and turn.reply_text == "Nothing yet."
+    turns = await _messages(brain, "cli:t:5")
+    assert [m.role for m in turns[-1]] == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(turns[-1][2].tool_results[0]["content"])["ok"] is True

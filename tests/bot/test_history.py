@@ -1,0 +1,87 @@
+"""History sent to the LLM: whole turns, every call paired with its result, whatever happened."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.history import (
+    INTERRUPTED,
+    build_history,
+    ensure_paired,
+    is_paired,
+    message_from_dict,
+    message_to_dict,
+)
+from bot.llm.types import Message, ToolCall, ToolResult
+
+
+def _turn(n: int, calls: int, answered: int | None = None) -> list[dict]:
+    """A stored turn: user text, `calls` tool calls, results for the first `answered`."""
+    answered = calls if answered is None else answered
+    msgs = [Message(role="user", content=f"message {n}")]
+    if calls:
+        tc = tuple(ToolCall(f"c{n}_{i}", "list_entries", {"limit": i + 1}) for i in range(calls))
+        msgs.append(Message(role="assistant", tool_calls=tc))
+        if answered:
+            msgs.append(Message(role="tool", tool_results=tuple(
+                ToolResult(c.id, c.name, '{"ok": true, "entries": []}' * 50)
+                for c in tc[:answered])))
+    msgs.append(Message(role="assistant", content=f"reply {n}"))
+    return [message_to_dict(m) for m in msgs]
+
+
+def test_round_trip_of_stored_messages() -> None:
+    msg = Message(role="assistant", content="hi", tool_calls=(
+        ToolCall("a", "get_entry", {"path": "x.md"}, '{"path": "x.md"}'),))
+    assert message_from_dict(message_to_dict(msg)) == msg
+
+
+def test_crash_between_call_and_result_is_repaired_with_an_error_result() -> None:
+    turns = [_turn(1, calls=2, answered=0)[:2]]  # the turn died after the call was stored
+    history = build_history(turns)
+    assert is_paired(history)
+    results = history[-1].tool_results
+    assert [r.call_id for r in results] == ["c1_0", "c1_1"]
+    assert all(r.is_error and r.content == INTERRUPTED for r in results)
+
+
+def test_partial_results_get_the_missing_ones() -> None:
+    history = build_history([_turn(1, calls=3, answered=1)])
+    assert is_paired(history)
+    results = history[2].tool_results
+    assert [r.is_error for r in results] == [False, True, True]
+
+
+def test_old_tool_results_are_shortened_recent_kept_whole() -> None:
+    history = build_history([_turn(1, 1), _turn(2, 1)], keep_full=1)
+    old, new = history[2].tool_results[0], history[6].tool_results[0]
+    assert len(old.content) < 400 and "shortened" in old.content
+    assert len(new.content) == len('{"ok": true, "entries": []}') * 50
+
+
+def test_orphan_results_are_dropped() -> None:
+    msgs = [Message(role="tool", tool_results=(ToolResult("x", "t", "r"),)),
+            Message(role="user", content="hi")]
+    assert ensure_paired(msgs) == [msgs[1]]
+
+
+turn_shapes = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=8)
+
+
+@given(shapes=turn_shapes, cut_start=st.integers(0, 40), cut_end=st.integers(0, 40))
+def test_no_truncation_of_history_ever_sends_an_unpaired_call(
+        shapes: list[tuple[int, int]], cut_start: int, cut_end: int) -> None:
+    """Whatever slice of the stored messages survives (a window, a crash, a lost row),
+    what goes to the provider is paired."""
+    flat: list[dict] = []
+    for n, (calls, answered) in enumerate(shapes):
+        flat.extend(_turn(n, calls, min(answered, calls)))
+    window = flat[cut_start: len(flat) - cut_end] if cut_start < len(flat) - cut_end else []
+    history = build_history([window])
+    assert is_paired(history)
+    # nothing is invented: every call in the output was in the input
+    sent_calls = {c.id for m in history for c in m.tool_calls}
+    stored_calls = {c["id"] for m in window for c in (m.get("tool_calls") or [])}
+    assert sent_calls <= stored_calls

@@ -1,0 +1,153 @@
+"""The tool loop with a scripted provider over the real tools, vault and database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.llm.types import NamedTool, ToolCall, ToolSpec
+from bot.loop import REPEATED, TRUNCATED, run_turn
+from storage.db import Database
+from storage.store import Store
+from storage.vault import Vault
+from tests.bot.scripted import ScriptedProvider, call, text, tools
+from tools.base import ToolContext
+from tools.registry import Execution, execute, tool_specs
+
+SPECS = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
+
+
+@pytest.fixture
+async def ctx(tmp_path: Path):
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path}/brain.db")
+    store = Store(Vault(tmp_path / "vault"), db)
+    yield ToolContext(store=store, db=db, user_id="u1")
+    await db.close()
+
+
+async def _turn(ctx: ToolContext, provider: ScriptedProvider, user_text: str = "hello",
+                **kw):
+    async def run_call(c: ToolCall) -> Execution:
+        return await execute(ctx, c.id, c.name, c.arguments, c.parse_error)
+
+    return await run_turn(provider, system="sys", history=[], user_text=user_text,
+                          tools=SPECS, execute=run_call, **kw)
+
+
+def _results(provider: ScriptedProvider, request_index: int) -> list[dict]:
+    tool_msg = provider.requests[request_index].messages[-1]
+    assert tool_msg.role == "tool"
+    return [json.loads(r.content) for r in tool_msg.tool_results]
+
+
+CAPTURE = {"text": "Renew passport before June",
+           "hints": {"category": "admin", "confidence": 0.9, "name": "Renew passport"}}
+
+
+async def test_capture_is_terminal_one_llm_call(ctx: ToolContext) -> None:
+    provider = ScriptedProvider([tools(call("classify_and_capture", CAPTURE))])
+    outcome = await _turn(ctx, provider)
+    assert outcome.llm_calls == 1
+    assert "Filed to admin" in outcome.text
+    assert (ctx.store.vault.root / "admin" / "renew-passport.md").exists()
+
+
+async def test_invalid_json_goes_back_to_the_model_which_corrects_itself(ctx) -> None:
+    provider = ScriptedProvider([
+        tools(call("classify_and_capture", '{"text": "Renew passport', "bad")),
+        tools(call("classify_and_capture", CAPTURE, "good")),
+    ])
+    outcome = await _turn(ctx, provider)
+    error = _results(provider, 1)[0]
+    assert error["ok"] is False and "JSON" in error["error"]["message"]
+    assert [e.status for e in outcome.executions] == ["error", "ok"]
+    assert outcome.llm_calls == 2
+
+
+async def test_unknown_tool_lists_the_valid_names(ctx) -> None:
+    provider = ScriptedProvider([tools(call("delete_everything", {})), text("sorry")])
+    outcome = await _turn(ctx, provider)
+    message = _results(provider, 1)[0]["error"]["message"]
+    assert "delete_everything" in message and "search_entries" in message
+    assert outcome.text == "sorry"
+
+
+async def test_schema_violation_names_the_field(ctx) -> None:
+    bad = {"text": "x", "hints": {"category": "admin", "confidence": 1.5}}
+    provider = ScriptedProvider([tools(call("classify_and_capture", bad)), text("ok")])
+    await _turn(ctx, provider)
+    error = _results(provider, 1)[0]["error"]
+    assert "confidence" in json.dumps(error)
+    assert not any(ctx.store.vault.root.rglob("*.md"))  # nothing filed
+
+
+async def test_same_call_repeated_is_not_run_twice(ctx) -> None:
+    search = {"query": "passport"}
+    provider = ScriptedProvider([
+        tools(call("search_entries", search, "a")),
+        tools(call("search_entries", search, "b")),
+        text("nothing found"),
+    ])
+    outcome = await _turn(ctx, provider)
+    assert [e.status for e in outcome.executions] == ["ok", "error"]
+    assert outcome.executions[1].error["message"] == REPEATED
+    # a round made only of repeats ends with one tools-off call
+    assert provider.requests[-1].tool_choice == "none"
+
+
+async def test_iteration_cap_then_one_call_with_tools_disabled(ctx) -> None:
+    provider = ScriptedProvider(
+        [tools(call("list_entries", {"limit": i + 1}, f"c{i}")) for i in range(3)]
+        + [text("here is what I found")])
+    outcome = await _turn(ctx, provider, max_iterations=3)
+    assert outcome.capped and outcome.llm_calls == 4
+    assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "auto", "none"]
+    assert outcome.text == "here is what I found"
+
+
+async def test_forced_choice_applies_to_the_first_iteration_only(ctx) -> None:
+    provider = ScriptedProvider([tools(call("list_entries", {})), text("done")])
+    await _turn(ctx, provider, first_tool_choice=NamedTool("list_entries"))
+    assert provider.requests[0].tool_choice == NamedTool("list_entries")
+    assert provider.requests[1].tool_choice == "auto"
+
+
+async def test_parallel_calls_each_answered_in_call_order(ctx) -> None:
+    await ctx.store.create("projects", "Q3 budget", {}, "numbers")
+    provider = ScriptedProvider([
+        tools(call("search_entries", {"query": "budget"}, "s1"),
+              call("list_entries", {"category": "projects"}, "s2"),
+              call("get_entry", {"path": "projects/q3-budget.md"}, "s3")),
+        text("3 things"),
+    ])
+    outcome = await _turn(ctx, provider)
+    sent = provider.requests[1].messages[-1].tool_results
+    assert [r.call_id for r in sent] == ["s1", "s2", "s3"]
+    assert all(e.status == "ok" for e in outcome.executions)
+
+
+async def test_a_tool_that_raises_becomes_an_error_result(ctx) -> None:
+    root = ctx.store.vault.root
+    (root / "ideas").mkdir(parents=True, exist_ok=True)
+    (root / "ideas" / "broken.md").write_bytes(b"---\nname: x\n---\n\xff\xfe not utf-8")
+    provider = ScriptedProvider([tools(call("get_entry", {"path": "ideas/broken.md"})),
+                                 text("that note is unreadable")])
+    outcome = await _turn(ctx, provider)
+    assert outcome.executions[0].status == "error"
+    assert outcome.text == "that note is unreadable"
+
+
+async def test_truncated_calls_are_not_executed(ctx) -> None:
+    provider = ScriptedProvider([
+        tools(call("classify_and_capture", CAPTURE), stop="max_tokens"), text("retrying later")])
+    outcome = await _turn(ctx, provider)
+    assert outcome.executions[0].error["message"] == TRUNCATED
+    assert not any(ctx.store.vault.root.rglob("*.md"))
+
+
+async def test_usage_is_summed_over_the_turn(ctx) -> None:
+    provider = ScriptedProvider([tools(call("list_entries", {})), text("none")])
+    outcome = await _turn(ctx, provider)
+    assert outcome.usage.input_tokens == 150 and outcome.usage.output_tokens == 15
