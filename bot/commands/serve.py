@@ -1,14 +1,139 @@
-"""Placeholder: verbs of this group are added by their owner."""
+"""`brain serve` (run the Slack bot) and `brain doctor` (say what is missing and how to fix it)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import os
+import sys
+import tempfile
 from typing import Any
+
+from bot.config import Settings
 
 
 def register(sub: Any) -> None:  # argparse subparsers
-    del sub
+    serve = sub.add_parser(
+        "serve", help="run the Slack bot",
+        description="Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP "
+                    "(POST /slack/events, GET /health).")
+    serve.add_argument("--http", action="store_true",
+                       help="serve Slack over HTTP even when SLACK_APP_TOKEN is set")
+    serve.add_argument("--host", default=os.environ.get("BRAIN_HOST", "0.0.0.0"),
+                       help="address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")),
+                       help="HTTP port; in Socket Mode only /health is served there "
+                            "(default 3000)")
+    serve.add_argument("--log-level", default=os.environ.get("BRAIN_LOG_LEVEL", "INFO"))
+    serve.set_defaults(handler=run_serve)
+
+    doctor = sub.add_parser("doctor", help="check tokens, LLM and data directory",
+                            description="Check the Slack tokens (auth.test), the LLM config and "
+                                        "the data directory; exit 1 when something is wrong.")
+    doctor.add_argument("--offline", action="store_true",
+                        help="skip the network call to Slack (auth.test)")
+    doctor.set_defaults(handler=run_doctor)
 
 
-def _unused(args: argparse.Namespace) -> int:  # pragma: no cover
+def run_serve(args: argparse.Namespace) -> int:
+    from bot.slack.app import ServeError, serve
+
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings()
+        asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
+    except ServeError as exc:
+        print(f"brain: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # port in use, data dir not writable...
+        print(f"brain: cannot start: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
     return 0
+
+
+# -- doctor ------------------------------------------------------------------------------------
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    from bot.slack.doctor import Check
+
+    checks: list[Check] = asyncio.run(_doctor(Settings(), offline=args.offline))
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        mark = "ok  " if c.ok else "FAIL"
+        print(f"{mark}  {c.name.ljust(width)}  {c.detail}")
+        if not c.ok and c.fix:
+            print(f"      {' ' * width}  fix: {c.fix}")
+    bad = [c for c in checks if not c.ok]
+    print(f"\n{len(bad)} problem(s) found." if bad else "\nAll good.")
+    return 1 if bad else 0
+
+
+async def _doctor(settings: Settings, *, offline: bool) -> list[Any]:
+    from bot.slack.doctor import auth_check, token_checks
+
+    checks = token_checks(settings)
+    if settings.slack_bot_token and not offline:
+        checks.append(await auth_check(settings))
+    checks.append(_llm_check(settings))
+    checks.extend(await _data_checks(settings))
+    return checks
+
+
+def _llm_check(settings: Settings) -> Any:
+    from bot.llm.configs import select_config
+    from bot.slack.doctor import Check
+
+    try:
+        config = select_config(settings)
+    except ValueError as exc:
+        return Check("LLM", False, str(exc), "set BRAIN_LLM to auto, offline or a known config id")
+    where = f"config {config.id!r} ({config.provider}, model {config.model})"
+    if config.provider == "offline":
+        return Check("LLM", True, f"{where}: rule-based, no key needed (set ANTHROPIC_API_KEY "
+                     "or OPENAI_API_KEY for a real model)")
+    env = config.api_key_env
+    key_field = {"OPENAI_API_KEY": settings.openai_api_key,
+                 "ANTHROPIC_API_KEY": settings.anthropic_api_key}
+    present = bool(env and (key_field.get(env) or os.environ.get(env)))
+    if not present:
+        return Check("LLM", False, f"{where}: {env or 'its API key'} is not set",
+                     f"set {env} (or BRAIN_LLM=offline to run without a model)")
+    return Check("LLM", True, f"{where}, {env} is set")
+
+
+async def _data_checks(settings: Settings) -> list[Any]:
+    from bot.slack.doctor import Check
+    from storage.db import Database
+
+    checks = []
+    data_dir = settings.data_dir.resolve()
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
+            pass
+        checks.append(Check("Data directory", True, f"{data_dir} is writable"))
+    except OSError as exc:
+        checks.append(Check("Data directory", False, f"{data_dir}: {exc.strerror or exc}",
+                            "set BRAIN_DATA_DIR to a writable folder (in Docker: mount /data)"))
+        return checks
+    try:
+        db = await Database.open(settings.db_url())
+        await db.close()
+        checks.append(Check("Database", True, f"{_safe_url(settings.db_url())} opens"))
+    except Exception as exc:  # any driver or migration error is a finding, not a crash
+        checks.append(Check("Database", False, f"{_safe_url(settings.db_url())}: {exc}",
+                            "check DATABASE_URL, or remove it to use SQLite in BRAIN_DATA_DIR"))
+    return checks
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without a password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+    return url

@@ -1,0 +1,378 @@
+"""Block Kit cards for the bot's replies, built with slack_sdk's typed blocks.
+
+Every outgoing message goes through `validate_message`, which runs the SDK's own validators
+(`to_dict()` validates the whole tree) plus the documented limits the SDK does not check.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ConfirmObject,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+
+from storage.types import FILED_CATEGORIES
+
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_FIELD_TEXT = 2000
+MAX_CONTEXT_TEXT = 3000
+MAX_MESSAGE_TEXT = 40_000
+MAX_ROWS = 20
+BODY_PREVIEW = 600
+
+MOVE_ACTION_PREFIX = "move_entry:"
+UNDO_ACTION = "undo_entry"
+
+# Fields worth showing on a filed-note card, in display order.
+KEY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("next_action", "Next action"),
+    ("due_date", "Due"),
+    ("status", "Status"),
+    ("follow_ups", "Follow-ups"),
+    ("one_liner", "One-liner"),
+    ("context", "Context"),
+)
+
+
+class MessageInvalid(ValueError):
+    """A message that Slack would reject or truncate; nothing is sent."""
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    text: str  # top-level fallback text (notifications, screen readers)
+    blocks: list[dict[str, Any]]
+
+
+def new_ref() -> str:
+    """A short reference id shown to the user and written to the log."""
+    return secrets.token_hex(3)
+
+
+def escape(text: str) -> str:
+    """Escape the three characters mrkdwn treats as control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def title(category: str | None) -> str:
+    return (category or "note").capitalize()
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+
+
+def validate_message(blocks: Sequence[Block | dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """Return the blocks as dicts if Slack would accept them, else raise MessageInvalid."""
+    if not text or not text.strip():
+        raise MessageInvalid("the fallback text is empty")
+    if len(text) > MAX_MESSAGE_TEXT:
+        raise MessageInvalid(f"the fallback text has {len(text)} characters (max {MAX_MESSAGE_TEXT})")
+    if len(blocks) > MAX_BLOCKS:
+        raise MessageInvalid(f"{len(blocks)} blocks (max {MAX_BLOCKS} per message)")
+    out: list[dict[str, Any]] = []
+    block_ids: set[str] = set()
+    for i, raw in enumerate(blocks):
+        block = Block.parse(raw) if isinstance(raw, dict) else raw
+        if block is None:
+            raise MessageInvalid(f"block {i}: unknown block type")
+        try:
+            as_dict = block.to_dict()
+        except SlackObjectFormationError as exc:
+            raise MessageInvalid(f"block {i}: {exc}") from exc
+        if isinstance(raw, dict) and as_dict != raw:
+            raise MessageInvalid(f"block {i}: keys the SDK does not know were dropped")
+        _check_block(i, as_dict, block_ids)
+        out.append(as_dict)
+    return out
+
+
+def _check_block(i: int, block: dict[str, Any], block_ids: set[str]) -> None:
+    block_id = block.get("block_id")
+    if block_id is not None:
+        if block_id in block_ids:
+            raise MessageInvalid(f"block {i}: block_id {block_id!r} is used twice")
+        block_ids.add(block_id)
+    kind = block.get("type")
+    if kind == "section":
+        text = block.get("text")
+        if text is not None and not str(text.get("text", "")).strip():
+            raise MessageInvalid(f"block {i}: section text is empty")
+        for j, field in enumerate(block.get("fields") or []):
+            if len(field.get("text", "")) > MAX_FIELD_TEXT:
+                raise MessageInvalid(f"block {i}: field {j} exceeds {MAX_FIELD_TEXT} characters")
+            if not str(field.get("text", "")).strip():
+                raise MessageInvalid(f"block {i}: field {j} is empty")
+    elif kind == "context":
+        for j, element in enumerate(block.get("elements") or []):
+            if len(str(element.get("text", ""))) > MAX_CONTEXT_TEXT:
+                raise MessageInvalid(f"block {i}: context element {j} is too long")
+    elif kind == "actions":
+        action_ids = [e.get("action_id") for e in block.get("elements") or []]
+        present = [a for a in action_ids if a]
+        if len(present) != len(set(present)):
+            raise MessageInvalid(f"block {i}: action_id used twice in one block")
+
+
+def message(blocks: Sequence[Block | dict[str, Any]], text: str) -> SlackMessage:
+    return SlackMessage(text=text, blocks=validate_message(blocks, text))
+
+
+# ---------------------------------------------------------------------------------------------
+# building blocks
+
+
+def section(text: str, *, block_id: str | None = None) -> SectionBlock:
+    return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_SECTION_TEXT)),
+                        block_id=block_id)
+
+
+def context(text: str, *, block_id: str | None = None) -> ContextBlock:
+    return ContextBlock(elements=[MarkdownTextObject(text=clip(text, MAX_CONTEXT_TEXT))],
+                        block_id=block_id)
+
+
+def text_sections(text: str) -> list[Block]:
+    """Long text split into sections of at most 3,000 characters (on line breaks when possible)."""
+    chunks: list[str] = []
+    rest = text.strip()
+    while rest:
+        if len(rest) <= MAX_SECTION_TEXT:
+            chunks.append(rest)
+            break
+        cut = rest.rfind("\n", 0, MAX_SECTION_TEXT)
+        if cut < MAX_SECTION_TEXT // 2:
+            cut = MAX_SECTION_TEXT
+        chunks.append(rest[:cut])
+        rest = rest[cut:].strip()
+    return [section(c) for c in chunks if c.strip()]
+
+
+def _field_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _fields(data: dict[str, Any]) -> list[MarkdownTextObject]:
+    fields = data.get("fields") if isinstance(data.get("fields"), dict) else data
+    out = []
+    for key, label in KEY_FIELDS:
+        value = fields.get(key) if isinstance(fields, dict) else None
+        if value in (None, "", []):
+            continue
+        shown = clip(escape(_field_text(value)), MAX_FIELD_TEXT - len(label) - 4)
+        out.append(MarkdownTextObject(text=f"*{label}*\n{shown}"))
+    return out[:10]
+
+
+def move_buttons(entry_id: str, current: str | None, *, suffix: str = "") -> ActionsBlock:
+    """"Move to" one button per other filed category, and Undo (to the vault's trash)."""
+    buttons: list[ButtonElement] = []
+    for category in FILED_CATEGORIES:
+        if category == current:
+            continue
+        buttons.append(ButtonElement(
+            text=f"Move to {title(category)}",
+            action_id=f"{MOVE_ACTION_PREFIX}{category}",
+            value=json.dumps({"entry_id": entry_id, "to": category}),
+        ))
+    buttons.append(ButtonElement(
+        text="Undo",
+        action_id=UNDO_ACTION,
+        value=json.dumps({"entry_id": entry_id}),
+        style="danger",
+        confirm=ConfirmObject(title="Undo this capture?",
+                              text="The note goes to the vault's .trash folder (not deleted).",
+                              confirm="Move to trash", deny="Keep it"),
+    ))
+    return ActionsBlock(elements=buttons, block_id=f"move-{entry_id}{suffix}")
+
+
+def capture_blocks(data: dict[str, Any], *, suffix: str = "") -> list[Block]:
+    """The receipt of a filed note: where it went, key fields, confidence, correction buttons."""
+    entry_id = str(data.get("id") or "")
+    category = data.get("category")
+    name = escape(str(data.get("name") or "note"))
+    if category == "inbox":
+        head = f"Saved to *Inbox* for review: {name}"
+        if data.get("suggested_category"):
+            head += f"\nBest guess: *{title(data['suggested_category'])}*"
+    else:
+        head = f"Filed to *{title(category)}*: {name}"
+    blocks: list[Block] = [section(head, block_id=f"filed-{entry_id}{suffix}")]
+    fields = _fields(data)
+    if fields:
+        blocks.append(SectionBlock(fields=fields, block_id=f"fields-{entry_id}{suffix}"))
+    info = []
+    if isinstance(data.get("confidence"), int | float):
+        info.append(f"confidence {float(data['confidence']):.2f}")
+    if data.get("path"):
+        info.append(f"`{escape(str(data['path']))}`")
+    info.append("reply in thread to correct (e.g. `fix: people`)")
+    blocks.append(context(" · ".join(info), block_id=f"conf-{entry_id}{suffix}"))
+    if entry_id:
+        blocks.append(move_buttons(entry_id, category, suffix=suffix))
+    return blocks
+
+
+def moved_blocks(data: dict[str, Any], *, suffix: str = "-moved") -> list[Block]:
+    """After a move: "Moved to <category>: <name>", with buttons to move again or undo."""
+    entry_id = str(data.get("id") or "")
+    category = data.get("category")
+    name = escape(str(data.get("name") or "note"))
+    blocks: list[Block] = [section(f"Moved to *{title(category)}*: {name}",
+                                   block_id=f"filed-{entry_id}{suffix}")]
+    path = data.get("newPath") or data.get("path")
+    if path:
+        blocks.append(context(f"now at `{escape(str(path))}`", block_id=f"conf-{entry_id}{suffix}"))
+    if entry_id:
+        blocks.append(move_buttons(entry_id, category, suffix=suffix))
+    return blocks
+
+
+def trashed_blocks(name: str, trash_path: str) -> list[Block]:
+    return [section(f"Undone: *{escape(name)}* moved to the trash"),
+            context(f"`{escape(trash_path)}` · nothing was deleted")]
+
+
+def list_blocks(data: dict[str, Any], *, heading: str) -> list[Block]:
+    """Compact rows: name, category, status. At most MAX_ROWS rows."""
+    entries = [e for e in data.get("entries") or [] if isinstance(e, dict)]
+    total = int(data.get("total") or len(entries))
+    if not entries:
+        return [section(f"{heading}: nothing found.")]
+    rows = []
+    for entry in entries[:MAX_ROWS]:
+        bits = [title(entry.get("category"))]
+        if entry.get("status"):
+            bits.append(str(entry["status"]))
+        row = f"• *{escape(clip(str(entry.get('name') or entry.get('path')), 120))}* — " + \
+            ", ".join(bits)
+        if entry.get("snippet"):
+            row += f"\n    _{escape(clip(str(entry['snippet']), 100))}_"
+        rows.append(row)
+    blocks: list[Block] = [section(f"*{heading}* ({total})")]
+    blocks.extend(text_sections("\n".join(rows)))
+    if total > len(rows):
+        blocks.append(context(f"showing {len(rows)} of {total}"))
+    return blocks
+
+
+def entry_blocks(data: dict[str, Any]) -> list[Block]:
+    """A single note: its fields and the start of its body."""
+    name = escape(str(data.get("name") or data.get("path") or "note"))
+    blocks: list[Block] = [section(f"*{name}* · {title(data.get('category'))}")]
+    fields = _fields(data)
+    if fields:
+        blocks.append(SectionBlock(fields=fields))
+    body = str(data.get("body") or "").strip()
+    if body:
+        blocks.append(section(escape(clip(body, BODY_PREVIEW))))
+    if data.get("path"):
+        blocks.append(context(f"`{escape(str(data['path']))}`"))
+    return blocks
+
+
+def backlinks_blocks(data: dict[str, Any]) -> list[Block]:
+    links = [b for b in data.get("backlinks") or [] if isinstance(b, dict)]
+    if not links:
+        return [section(f"No notes link to `{escape(str(data.get('target')))}`.")]
+    rows = [f"• *{escape(str(b.get('name')))}* — _{escape(clip(str(b.get('context', '')), 100))}_"
+            for b in links[:MAX_ROWS]]
+    return [section(f"*Linked from* ({len(links)})"), *text_sections("\n".join(rows))]
+
+
+def runs_context(executions: Iterable[Any]) -> ContextBlock | None:
+    """One context line: tool, short arguments, status, milliseconds."""
+    parts = []
+    for ex in executions:
+        args = json.dumps(ex.arguments, ensure_ascii=False) if ex.arguments else ""
+        mark = "ok" if ex.status == "ok" else "error"
+        parts.append(f"`{ex.tool}` {escape(clip(args, 60))} {mark} {float(ex.duration_ms):.0f} ms")
+    if not parts:
+        return None
+    return context(clip(" · ".join(parts), MAX_CONTEXT_TEXT))
+
+
+def error_message(ref: str, detail: str | None = None) -> SlackMessage:
+    text = f"Sorry, something went wrong on my side (ref {ref})."
+    if detail:
+        text += f" {detail}"
+    return message([section(f":warning: {escape(text)}")], text)
+
+
+def output_blocks(kind: str, data: dict[str, Any]) -> list[Block]:
+    """The card of one tool result, by its kind."""
+    if kind == "capture":
+        return capture_blocks(data)
+    if kind == "move":
+        return moved_blocks(data, suffix="")
+    if kind == "list":
+        return list_blocks(data, heading="Notes")
+    if kind == "search":
+        return list_blocks(data, heading="Found")
+    if kind in ("entry", "update"):
+        return entry_blocks(data)
+    if kind == "backlinks":
+        return backlinks_blocks(data)
+    return []
+
+
+def turn_message(result: Any) -> SlackMessage:
+    """The reply to one turn: text, a card per result, the tool runs. Always valid."""
+    cards: dict[str, list[Block]] = {}  # one card per note: a later result replaces an earlier
+    summaries: list[str] = []
+    for n, ex in enumerate(result.executions):
+        if ex.status != "ok" or ex.output is None:
+            continue
+        out = output_blocks(ex.output.kind, ex.output.data)
+        note_id = ex.output.data.get("id") if ex.output.kind in ("capture", "move") else None
+        cards[f"note:{note_id}" if note_id else f"run:{n}"] = out
+        if ex.output.text:
+            summaries.append(ex.output.text)
+    reply = (result.text or "").strip()
+    blocks: list[Block] = []
+    if reply and reply not in summaries:
+        blocks.extend(text_sections(escape(reply)))
+    for card in cards.values():
+        blocks.extend(card)
+    runs = runs_context(result.executions)
+    room = MAX_BLOCKS - (1 if runs else 0)
+    if len(blocks) > room:
+        blocks = blocks[: room - 1] + [context("(more results than fit in one message)")]
+    if runs:
+        blocks.append(runs)
+    if not blocks:
+        blocks.append(section("Done."))
+    fallback = reply or "\n".join(summaries) or "Done."
+    return message(blocks, clip(fallback, MAX_MESSAGE_TEXT))
+
+
+def digest_message(digest: Any) -> SlackMessage:
+    """A digest from brain.digest(): its own blocks when valid, else its text."""
+    text = clip(str(getattr(digest, "text", "") or "Your digest is empty."), MAX_MESSAGE_TEXT)
+    raw_blocks = list(getattr(digest, "blocks", None) or [])
+    if raw_blocks:
+        try:
+            return message(raw_blocks[:MAX_BLOCKS], text)
+        except MessageInvalid:
+            pass  # fall back to plain sections rather than lose the digest
+    return message(text_sections(escape(text))[:MAX_BLOCKS], text)
