@@ -32,6 +32,20 @@ def default_url(data_dir: Path) -> str:
     return f"sqlite+aiosqlite:///{Path(data_dir).resolve() / 'brain.db'}"
 
 
+# A URL without a driver gets the async one (DATABASE_URL is often written the short way).
+ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg",
+                 "postgres": "postgresql+asyncpg"}
+
+
+def async_url(url: str) -> str:
+    """`url` with an async driver: sqlite:// -> sqlite+aiosqlite://, postgresql:// ->
+    postgresql+asyncpg://; URLs that name a driver stay as they are."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in ASYNC_DRIVERS:
+        return f"{ASYNC_DRIVERS[scheme]}://{rest}"
+    return url
+
+
 def _sqlite_file(url: str) -> Path | None:
     """The file of a SQLite URL, or None (in-memory, URI form, other databases)."""
     parsed = make_url(url)
@@ -70,6 +84,7 @@ class Database:
 
     @classmethod
     async def open(cls, url: str) -> Database:
+        url = async_url(url)
         file = _sqlite_file(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)

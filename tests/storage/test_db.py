@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from storage.db import MIGRATIONS_DIR, Database, default_url
+from storage.db import MIGRATIONS_DIR, Database, async_url, default_url
 from storage.models import CORE_TABLES, Base
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,3 +168,34 @@ async def test_in_memory_database_works() -> None:
 
 def test_default_url_points_into_the_data_dir(tmp_path: Path) -> None:
     assert default_url(tmp_path) == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'brain.db'}"
+
+
+async def test_a_url_without_driver_gets_the_async_one(tmp_path: Path) -> None:
+    assert async_url("postgres://u@h/db") == "postgresql+asyncpg://u@h/db"
+    assert async_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    db = await Database.open(f"sqlite:///{tmp_path / 'plain.db'}")
+    try:
+        assert db.url == f"sqlite+aiosqlite:///{tmp_path / 'plain.db'}"
+        async with db.session() as s:
+            assert (await s.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
+    finally:
+        await db.close()
+
+
+def test_alembic_command_line_path_migrates_from_the_url(tmp_path: Path) -> None:
+    """env.py without a connection (the `alembic` command) builds its own engine."""
+    db_file = tmp_path / "cli.db"
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url_for(db_file))
+    command.upgrade(cfg, "head")
+
+    async def tables() -> set[str]:
+        db = await Database.open(url_for(db_file))  # finds head applied, changes nothing
+        try:
+            async with db.engine.connect() as conn:
+                return await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+        finally:
+            await db.close()
+
+    assert set(CORE_TABLES) <= asyncio.run(tables())
