@@ -167,8 +167,11 @@ class Vault:
     # --- reading ---------------------------------------------------------------------------
 
     def scan(self) -> Iterator[tuple[str, int, int]]:
-        """(rel, mtime_ns, size) of every *.md, skipping dot-folders and symlinks out."""
-        seen: set[tuple[int, int]] = set()
+        """(rel, mtime_ns, size) of every *.md, skipping dot-folders and symlinks out.
+
+        Symlinked folders are not entered: outside ones would leave the vault and inside ones
+        would list the same notes twice (and may loop).
+        """
         stack: list[tuple[str, str]] = [(str(self.root), "")]
         while stack:
             folder, prefix = stack.pop()
@@ -180,16 +183,10 @@ class Vault:
                 if entry.name.startswith("."):
                     continue
                 try:
-                    is_link = entry.is_symlink()
-                    if is_link and not self._inside(entry.path):
-                        continue
-                    if entry.is_dir():
-                        info = entry.stat()
-                        key = (info.st_dev, info.st_ino)
-                        if key not in seen:  # symlink loops
-                            seen.add(key)
-                            stack.append((entry.path, prefix + entry.name + "/"))
-                    elif entry.name.lower().endswith(".md") and entry.is_file():
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, prefix + entry.name + "/"))
+                    elif (entry.name.lower().endswith(".md") and entry.is_file()
+                          and (not entry.is_symlink() or self._inside(entry.path))):
                         info = entry.stat()
                         yield prefix + entry.name, info.st_mtime_ns, info.st_size
                 except OSError:
