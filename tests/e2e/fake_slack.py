@@ -1,0 +1,184 @@
+"""A local fake of the Slack Web API (and of response_url hooks) that records every call.
+
+Serves `POST /api/<method>` the way slack.com/api does (JSON or form bodies, Bearer token) and
+`POST /hooks/<name>` the way a response_url does. `auth.test` answers with the ids of
+/work/shared/fixtures/slack/payloads/README.md. Failures can be scripted per method
+(`fail_next`), e.g. a 429 with Retry-After to exercise the client's retry handler.
+
+Run standalone for manual testing or benchmarks: `python -m tests.e2e.fake_slack --port 8901`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+TEAM_ID = "T0SB00001"
+BOT_USER_ID = "U0SBBOT01"
+BOT_ID = "B0SBBOT01"
+
+
+@dataclass
+class Call:
+    method: str  # "chat.postMessage", or "hook:<name>" for response_url posts
+    body: dict[str, Any]
+    token: str | None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Scripted:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+class FakeSlack:
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self._scripted: dict[str, list[Scripted]] = {}
+        self._ts = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self._changed = asyncio.Event()
+        self.port = 0
+        self.delay = 0.0  # seconds added to every Web API answer (benchmarks)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def web_app(self) -> web.Application:
+        app = web.Application()
+        app.add_routes([web.post("/api/{method}", self._api),
+                        web.post("/hooks/{name}", self._hook)])
+        return app
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> FakeSlack:
+        self._runner = web.AppRunner(self.web_app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[union-attr]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def hook_url(self, name: str = "response") -> str:
+        return f"{self.url}/hooks/{name}"
+
+    # -- assertions helpers -------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def web_api_calls(self) -> list[Call]:
+        """Everything except auth.test (which Bolt makes once to learn its own ids)."""
+        return [c for c in self.calls if c.method != "auth.test"]
+
+    async def wait_for(self, method: str, count: int = 1, timeout: float = 10.0) -> list[Call]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while len(self.calls_to(method)) < count:
+            left = deadline - loop.time()
+            if left <= 0:
+                seen = [c.method for c in self.calls]
+                raise AssertionError(f"expected {count} {method} call(s) within {timeout}s; "
+                                     f"saw {seen}")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=min(left, 0.2))
+            except TimeoutError:
+                pass
+        return self.calls_to(method)
+
+    def fail_next(self, method: str, *, status: int = 200, error: str = "internal_error",
+                  headers: dict[str, str] | None = None, times: int = 1) -> None:
+        body = {"ok": False, "error": error}
+        self._scripted.setdefault(method, []).extend(
+            Scripted(status, body, headers or {}) for _ in range(times))
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    async def _body(self, request: web.Request) -> dict[str, Any]:
+        raw = await request.text()
+        if request.content_type == "application/json":
+            data = json.loads(raw or "{}")
+            return data if isinstance(data, dict) else {"_": data}
+        body: dict[str, Any] = dict(parse_qsl(raw, keep_blank_values=True))
+        for key in ("blocks", "attachments"):  # form posts carry these as JSON text
+            if isinstance(body.get(key), str):
+                body[key] = json.loads(body[key])
+        return body
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        body = await self._body(request)
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else body.get("token")
+        self.calls.append(Call(method, body, token, dict(request.headers)))
+        self._changed.set()
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        scripted = self._scripted.get(method)
+        if scripted:
+            s = scripted.pop(0)
+            return web.json_response(s.body, status=s.status, headers=s.headers)
+        return web.json_response(self._answer(method, body, token))
+
+    def _answer(self, method: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if not token or not token.startswith("xoxb-") or token == "xoxb-invalid":
+            return {"ok": False, "error": "invalid_auth"}
+        if method == "auth.test":
+            return {"ok": True, "url": "https://example.slack.com/", "team": "Example",
+                    "user": "second-brain", "team_id": TEAM_ID, "user_id": BOT_USER_ID,
+                    "bot_id": BOT_ID, "is_enterprise_install": False}
+        if method == "chat.postMessage":
+            ts = f"1767300000.{next(self._ts):06d}"
+            return {"ok": True, "channel": body.get("channel"), "ts": ts,
+                    "message": {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
+                                "bot_id": BOT_ID, "ts": ts, "thread_ts": body.get("thread_ts")}}
+        if method == "chat.update":
+            return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
+                    "text": body.get("text")}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}
+        return {"ok": True}
+
+    async def _hook(self, request: web.Request) -> web.Response:
+        body = await self._body(request)
+        self.calls.append(Call(f"hook:{request.match_info['name']}", body, None,
+                               dict(request.headers)))
+        self._changed.set()
+        return web.Response(text="ok")
+
+
+async def _main(port: int, delay: float) -> None:
+    fake = await FakeSlack().start(port=port)
+    fake.delay = delay
+    print(f"fake Slack Web API at {fake.api_url}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=8901)
+    parser.add_argument("--delay", type=float, default=0.0)
+    ns = parser.parse_args()
+    asyncio.run(_main(ns.port, ns.delay))
