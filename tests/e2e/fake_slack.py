@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -102,10 +103,8 @@ class FakeSlack:
                 raise AssertionError(f"expected {count} {method} call(s) within {timeout}s; "
                                      f"saw {seen}")
             self._changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout=min(left, 0.2))
-            except TimeoutError:
-                pass
         return self.calls_to(method)
 
     def fail_next(self, method: str, *, status: int = 200, error: str = "internal_error",
