@@ -20,6 +20,7 @@ from bot.llm.types import (
     RateLimited,
     RequestOptions,
     ToolCall,
+    ToolChoice,
     ToolResult,
     ToolSpec,
     Unavailable,
@@ -82,7 +83,7 @@ async def test_request_shape_system_tools_and_auth(srv: FakeLLMServer) -> None:
     ("auto", "auto"), ("none", "none"), ("required", "required"),
     (NamedTool("list_entries"), {"type": "function", "function": {"name": "list_entries"}}),
 ])
-async def test_tool_choice_mapping(srv: FakeLLMServer, choice, wire) -> None:  # type: ignore[no-untyped-def]
+async def test_tool_choice_mapping(srv: FakeLLMServer, choice: ToolChoice, wire: object) -> None:
     srv.script([openai_text("ok")])
     await provider(srv).complete("s", [user("x")], TOOLS, choice)
     assert srv.requests[0].body["tool_choice"] == wire

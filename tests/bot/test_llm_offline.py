@@ -1,0 +1,293 @@
+"""The offline provider: routing table, arguments valid for the real tool schemas, summaries,
+tool_choice and per-request schemas."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from bot.llm.offline import OfflineProvider, example_for_schema, filed_notes, route
+from bot.llm.types import (
+    Message,
+    NamedTool,
+    RequestOptions,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+from storage.types import VaultSummary
+
+try:
+    from tools.registry import tool_specs
+
+    SPECS = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
+except ImportError:  # the tools package is someone else's; keep our tests independent
+    SPECS = []
+
+WED = date(2026, 3, 4)
+SCHEMAS = {s.name: s.parameters for s in SPECS}
+FILED = ("Notes filed in this conversation:\n"
+         "- people/sara.md (id e_111): Sara\n"
+         "- projects/q3-budget.md (id e_222): Q3 budget\n"
+         "(most recent last)")
+
+
+def tools() -> list[ToolSpec]:
+    if not SPECS:
+        pytest.skip("tools.registry not available")
+    return SPECS
+
+
+@pytest.mark.parametrize(("text", "tool", "args"), [
+    ("list my projects", "list_entries", {"category": "projects"}),
+    ("show me my people", "list_entries", {"category": "people"}),
+    ("list ideas", "list_entries", {"category": "ideas"}),
+    ("show my admin", "list_entries", {"category": "admin"}),
+    ("show my inbox", "list_entries", {"category": "inbox"}),
+    ("list my notes", "list_entries", {}),
+    ("what's active?", "list_entries", {"status": "active"}),
+    ("What are my active projects?", "list_entries",
+     {"category": "projects", "status": "active"}),
+    ("what's in my inbox?", "list_entries", {"category": "inbox"}),
+    ("find the offsite", "search_entries", {"query": "offsite"}),
+    ("search for budget", "search_entries", {"query": "budget"}),
+    ("where is the hiring plan?", "search_entries", {"query": "hiring plan"}),
+    ("what did I note about Sara?", "search_entries", {"query": "Sara"}),
+    ("who is Priya?", "search_entries", {"query": "Priya"}),
+    ("show note Q3 budget", "get_entry", {"path": "Q3 budget"}),
+    ("open projects/q3-budget.md", "get_entry", {"path": "projects/q3-budget.md"}),
+    ("digest", "generate_digest", {"type": "daily"}),
+    ("daily digest", "generate_digest", {"type": "daily"}),
+    ("weekly review", "generate_digest", {"type": "weekly"}),
+    ("fix: person", "move_entry", {"path": "projects/q3-budget.md", "targetCategory": "people"}),
+    ("fix: ideas", "move_entry", {"path": "projects/q3-budget.md", "targetCategory": "ideas"}),
+    ("fix: project", "move_entry",
+     {"path": "projects/q3-budget.md", "targetCategory": "projects"}),
+    ("actually that's an idea", "move_entry",
+     {"path": "projects/q3-budget.md", "targetCategory": "ideas"}),
+    ("Actually, that's a project", "move_entry",
+     {"path": "projects/q3-budget.md", "targetCategory": "projects"}),
+    ("make it admin", "move_entry", {"path": "projects/q3-budget.md", "targetCategory": "admin"}),
+    ("move it to inbox", "move_entry",
+     {"path": "projects/q3-budget.md", "targetCategory": "inbox"}),
+    ("backlinks to Sara", "list_backlinks", {"path": "Sara"}),
+    ("what links to projects/q3-budget.md?", "list_backlinks",
+     {"path": "projects/q3-budget.md"}),
+])
+def test_routing_table(text: str, tool: str, args: dict[str, Any]) -> None:
+    decided = route(text, FILED, WED)
+    assert (decided.tool, decided.arguments) == (tool, args)
+    if SCHEMAS:  # the arguments the real tools accept
+        assert not list(Draft202012Validator(SCHEMAS[tool]).iter_errors(args))
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello!", "thanks", "help", "what can you do?"])
+def test_small_talk_is_text(text: str) -> None:
+    decided = route(text, FILED, WED)
+    assert decided.tool is None and decided.text
+
+
+def test_thoughts_are_captured_with_hints() -> None:
+    decided = route("Call the dentist about the crown next Tuesday", "", WED)
+    assert decided.tool == "classify_and_capture"
+    assert decided.arguments == {
+        "text": "Call the dentist about the crown next Tuesday",
+        "hints": {"category": "admin", "confidence": 0.9,
+                  "name": "Call the dentist about the crown", "status": "todo",
+                  "next_action": "Call the dentist about the crown", "due_date": "2026-03-10"}}
+    if SCHEMAS:
+        assert not list(Draft202012Validator(SCHEMAS["classify_and_capture"])
+                        .iter_errors(decided.arguments))
+
+
+def test_make_it_happen_is_not_a_correction() -> None:
+    assert route("make it happen by Friday", FILED, WED).tool == "classify_and_capture"
+
+
+def test_fix_without_a_filed_note_asks_which() -> None:
+    decided = route("fix: project", "No notes here.", WED)
+    assert decided.tool is None and "Which note" in (decided.text or "")
+
+
+def test_fix_with_unknown_category_says_so() -> None:
+    decided = route("fix: banana", FILED, WED)
+    assert decided.tool is None and "banana" in (decided.text or "")
+
+
+def test_filed_notes_parse_the_prompt_format() -> None:
+    assert filed_notes(FILED) == [("people/sara.md", "e_111", "Sara"),
+                                  ("projects/q3-budget.md", "e_222", "Q3 budget")]
+
+
+def test_filed_notes_from_the_real_prompt() -> None:
+    prompts = pytest.importorskip("bot.prompts")
+    system = prompts.system_prompt(
+        now=datetime(2026, 3, 4, 9, 0, tzinfo=UTC),
+        summary=VaultSummary(counts={"people": 1}, total=1, active_projects=[],
+                             inbox_waiting=0),
+        filed=[prompts.FiledNote("people/sara.md", "e_1", "Sara"),
+               prompts.FiledNote("ideas/pod cast.md", "e_2", "Pod (cast)")],
+        threshold=0.6)
+    assert route("fix: project", system, WED).arguments == {
+        "path": "ideas/pod cast.md", "targetCategory": "projects"}
+
+
+# ---------------------------------------------------------------- the provider
+
+
+async def test_first_iteration_calls_a_tool_then_summarises() -> None:
+    provider = OfflineProvider(today=WED)
+    first = await provider.complete(FILED, [Message("user", "find budget")], tools())
+    assert first.stop_reason == "tool_use" and first.text is None
+    (call,) = first.tool_calls
+    assert (call.name, call.arguments) == ("search_entries", {"query": "budget"})
+    assert json.loads(call.raw_arguments) == call.arguments
+    result = json.dumps({"ok": True, "entries": [
+        {"name": "Q3 budget", "path": "projects/q3-budget.md"},
+        {"name": "Budget review", "path": "admin/budget-review.md"}], "total": 2})
+    history = [Message("user", "find budget"), Message("assistant", None, first.tool_calls),
+               Message("tool", tool_results=(ToolResult(call.id, call.name, result),))]
+    second = await provider.complete(FILED, history, tools())
+    assert second.tool_calls == () and second.stop_reason == "end_turn"
+    assert second.text == "Found 2 notes: Q3 budget, Budget review."
+    assert call.id != "" and second.usage.input_tokens > first.usage.input_tokens > 0
+
+
+@pytest.mark.parametrize(("content", "is_error", "expected"), [
+    ('{"ok": true, "path": "projects/x.md", "status": "filed", "category": "projects"}',
+     False, "Filed to projects/x.md."),
+    ('{"ok": true, "path": "inbox/x.md", "status": "needs_review"}', False,
+     "Saved to the inbox for review: inbox/x.md."),
+    ('{"ok": true, "oldPath": "ideas/x.md", "newPath": "projects/x.md"}', False,
+     "Moved to projects/x.md."),
+    ('{"ok": true, "entries": [], "total": 0}', False, "No matching notes found."),
+    ('{"ok": false, "error": {"code": "not_found", "message": "No note matches \'zz\'"}}',
+     True, "Sorry, that didn't work: No note matches 'zz'"),
+    ('{"ok": false, "error": {"code": "ambiguous", "message": "2 notes", "candidates": '
+     '[{"name": "Sara", "path": "people/sara.md"}, {"name": "Sara K", "path": "p/k.md"}]}}',
+     True, "Which one did you mean: Sara, Sara K?"),
+    ("plain failure", True, "Sorry, that didn't work: plain failure"),
+    ('{"ok": true, "target": "people/sara.md", "total": 0, "backlinks": []}', False,
+     "Nothing links to people/sara.md."),
+    ('{"ok": true, "type": "daily", "focus": [{"name": "Launch"}], "inbox_count": 2}', False,
+     "Daily digest: 1 item(s) in focus: Launch; 2 in the inbox."),
+    ('{"ok": true, "path": "people/sara.md", "name": "Sara", "body": "Met at the offsite."}',
+     False, "Sara (people/sara.md): Met at the offsite."),
+])
+async def test_summaries(content: str, is_error: bool, expected: str) -> None:
+    call = ToolCall("c1", "some_tool", {}, "{}")
+    history = [Message("user", "x"), Message("assistant", None, (call,)),
+               Message("tool", tool_results=(ToolResult("c1", "some_tool", content,
+                                                        is_error),))]
+    completion = await OfflineProvider().complete("", history, tools())
+    assert completion.text == expected and not completion.tool_calls
+
+
+async def test_tool_choice_none_gives_text_only() -> None:
+    completion = await OfflineProvider(today=WED).complete(
+        "", [Message("user", "Pay rent tomorrow")], tools(), "none")
+    assert completion.tool_calls == () and completion.text
+
+
+async def test_named_tool_choice_is_honoured() -> None:
+    completion = await OfflineProvider(today=WED).complete(
+        "", [Message("user", "hello")], tools(), NamedTool("classify_and_capture"))
+    (call,) = completion.tool_calls
+    assert call.name == "classify_and_capture" and call.arguments is not None
+    assert call.arguments["text"] == "hello"
+
+
+async def test_required_never_answers_in_text() -> None:
+    completion = await OfflineProvider(today=WED).complete(
+        "", [Message("user", "hi")], tools(), "required")
+    assert completion.tool_calls and completion.tool_calls[0].name == "classify_and_capture"
+
+
+async def test_unoffered_tool_is_never_called() -> None:
+    only_search = [s for s in tools() if s.name == "search_entries"]
+    completion = await OfflineProvider(today=WED).complete(
+        "", [Message("user", "Pay rent tomorrow")], only_search)
+    assert completion.tool_calls == () and completion.text
+
+
+CLASSIFY_SCHEMA = {"type": "object", "properties": {
+    "category": {"type": "string", "enum": ["people", "projects", "ideas", "admin", "inbox"]},
+    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    "name": {"type": "string", "maxLength": 60},
+    "reason": {"type": "string", "minLength": 3}},
+    "required": ["category", "confidence", "reason"], "additionalProperties": False}
+
+
+async def test_tool_schema_option_forces_that_tool() -> None:
+    completion = await OfflineProvider(today=WED).complete(
+        "", [Message("user", "Pay the electricity bill tomorrow")], [],
+        options=RequestOptions(tool_schema=CLASSIFY_SCHEMA, tool_name="classify"))
+    (call,) = completion.tool_calls
+    assert call.name == "classify"
+    assert call.arguments is not None and call.arguments["category"] == "admin"
+    assert call.arguments["confidence"] == 0.9
+    assert not list(Draft202012Validator(CLASSIFY_SCHEMA).iter_errors(call.arguments))
+    assert completion.parsed == call.arguments
+
+
+async def test_tool_schema_uses_the_config_default_name() -> None:
+    completion = await OfflineProvider().complete(
+        "", [Message("user", "x")], [], options=RequestOptions(tool_schema={"type": "object"}))
+    assert completion.tool_calls[0].name == "respond"
+
+
+async def test_response_schema_option_gives_parsed() -> None:
+    schema = {"type": "object", "properties": {
+        "summary": {"type": "string", "minLength": 1},
+        "items": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "count": {"type": "integer", "minimum": 1}},
+        "required": ["summary", "items", "count"]}
+    completion = await OfflineProvider().complete(
+        "", [Message("user", "weekly digest")], [],
+        options=RequestOptions(response_schema=schema))
+    assert completion.parsed is not None and completion.tool_calls == ()
+    assert not list(Draft202012Validator(schema).iter_errors(completion.parsed))
+    assert json.loads(completion.text or "") == completion.parsed
+
+
+_leaf = st.sampled_from([
+    {"type": "string"}, {"type": "string", "minLength": 5, "maxLength": 8},
+    {"type": "string", "format": "date"}, {"type": "integer", "minimum": 3},
+    {"type": "number", "minimum": 0, "maximum": 1}, {"type": "boolean"},
+    {"type": ["string", "null"]}, {"enum": ["a", "b"]}, {"type": "null"},
+    {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+])
+
+
+@st.composite
+def _objects(draw: st.DrawFn, inner: st.SearchStrategy[dict[str, Any]]) -> dict[str, Any]:
+    props = draw(st.dictionaries(st.sampled_from(["a", "b", "category", "name", "confidence"]),
+                                 inner, max_size=4))
+    required = draw(st.lists(st.sampled_from(sorted(props)), unique=True)) if props else []
+    return {"type": "object", "properties": props, "required": required,
+            "additionalProperties": False}
+
+
+_schemas = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        _objects(inner),
+        st.builds(lambda items, n: {"type": "array", "items": items, "minItems": n},
+                  inner, st.integers(0, 2)),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_schemas, st.text(max_size=80))
+def test_example_for_schema_is_valid(schema: dict[str, Any], text: str) -> None:
+    hints = {"category": "ideas", "name": "An idea", "confidence": 0.65}
+    value = example_for_schema(schema, text, WED, hints)
+    assert not list(Draft202012Validator(schema).iter_errors(value))
