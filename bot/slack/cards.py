@@ -349,8 +349,12 @@ def turn_message(result: Any) -> SlackMessage:
         if ex.output.text:
             summaries.append(ex.output.text)
     reply = (result.text or "").strip()
+    # A turn of only captures/moves: the cards say it all; the reply stays the fallback text.
+    only_cards = bool(cards) and all(
+        ex.status == "ok" and ex.output is not None and ex.output.kind in ("capture", "move")
+        for ex in result.executions)
     blocks: list[Block] = []
-    if reply and reply not in summaries:
+    if reply and reply not in summaries and not only_cards:
         blocks.extend(text_sections(escape(reply)))
     for card in cards.values():
         blocks.extend(card)

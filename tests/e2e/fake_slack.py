@@ -32,6 +32,7 @@ class Call:
     body: dict[str, Any]
     token: str | None
     headers: dict[str, str] = field(default_factory=dict)
+    response: dict[str, Any] | None = None  # what the fake answered
 
 
 @dataclass
@@ -116,11 +117,14 @@ class FakeSlack:
     # -- handlers -----------------------------------------------------------------------------
 
     async def _body(self, request: web.Request) -> dict[str, Any]:
+        """Arguments from the query string (the SDK's `params`) and the JSON or form body."""
         raw = await request.text()
+        body: dict[str, Any] = dict(request.query)
         if request.content_type == "application/json":
             data = json.loads(raw or "{}")
-            return data if isinstance(data, dict) else {"_": data}
-        body: dict[str, Any] = dict(parse_qsl(raw, keep_blank_values=True))
+            body.update(data if isinstance(data, dict) else {"_": data})
+            return body
+        body.update(parse_qsl(raw, keep_blank_values=True))
         for key in ("blocks", "attachments"):  # form posts carry these as JSON text
             if isinstance(body.get(key), str):
                 body[key] = json.loads(body[key])
@@ -131,15 +135,19 @@ class FakeSlack:
         body = await self._body(request)
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else body.get("token")
-        self.calls.append(Call(method, body, token, dict(request.headers)))
-        self._changed.set()
+        call = Call(method, body, token, dict(request.headers))
+        self.calls.append(call)
         if self.delay:
             await asyncio.sleep(self.delay)
         scripted = self._scripted.get(method)
         if scripted:
             s = scripted.pop(0)
+            call.response = s.body
+            self._changed.set()
             return web.json_response(s.body, status=s.status, headers=s.headers)
-        return web.json_response(self._answer(method, body, token))
+        call.response = self._answer(method, body, token)
+        self._changed.set()
+        return web.json_response(call.response)
 
     def _answer(self, method: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
         if not token or not token.startswith("xoxb-") or token == "xoxb-invalid":

@@ -1,0 +1,358 @@
+"""The Slack app served over real HTTP on 127.0.0.1 (in-process aiohttp server), with the real
+Brain (offline LLM, real SQLite, real vault files) and a recording fake Slack Web API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestServer
+
+from bot.config import Settings
+from bot.slack.cards import validate_message
+from storage import repositories
+from tests.e2e.fake_slack import FakeSlack
+from tests.e2e.slack_harness import (
+    CHANNEL,
+    DM,
+    OTHER_USER,
+    SECRET,
+    USER,
+    SlackSender,
+    button_press,
+    message_event,
+    payload,
+    posted_entry_id,
+    vault_files,
+)
+
+brain_module = pytest.importorskip("bot.brain", reason="bot.brain not importable yet")
+app_module = pytest.importorskip("bot.slack.app")
+
+DM_TS = "1767261600.000100"
+
+
+@dataclass
+class Harness:
+    fake: FakeSlack
+    bot: Any
+    send: SlackSender
+    data_dir: Path
+
+    @property
+    def vault(self) -> Path:
+        return self.data_dir / "vaults" / USER
+
+    async def settle(self) -> None:
+        """Wait until every accepted turn has finished (the ack comes before the work)."""
+        idle = 0
+        while idle < 3:
+            await asyncio.sleep(0.02)
+            idle = idle + 1 if self.bot.runner.busy == 0 else 0
+
+    def check_cards(self) -> None:
+        for call in self.fake.calls:
+            if call.method in ("chat.postMessage", "chat.update", "chat.postEphemeral") or \
+                    call.method.startswith("hook:"):
+                blocks = call.body.get("blocks") or []
+                assert validate_message(blocks, call.body["text"]) == blocks
+
+    async def file_dm(self, text: str = "Call the dentist about the crown next Tuesday",
+                      ts: str = DM_TS, event_id: str = "Ev0SB0000001") -> dict[str, Any]:
+        before = len(self.fake.calls_to("chat.postMessage"))
+        status, _ = await self.send.event(message_event(text, ts=ts, event_id=event_id))
+        assert status == 200
+        posts = await self.fake.wait_for("chat.postMessage", before + 1)
+        await self.settle()
+        return posts[-1].body
+
+
+def posted_ts(fake: FakeSlack, n: int = 0) -> str:
+    response = fake.calls_to("chat.postMessage")[n].response
+    assert response is not None
+    return str(response["ts"])
+
+
+def make_settings(data_dir: Path, fake: FakeSlack, **extra: Any) -> Settings:
+    values: dict[str, Any] = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
+                              "SLACK_API_URL": fake.api_url, "BRAIN_DATA_DIR": str(data_dir),
+                              "BRAIN_LLM": "offline"}
+    values.update(extra)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+async def slack(tmp_path: Path) -> AsyncIterator[Harness]:
+    fake = await FakeSlack().start()
+    settings = make_settings(tmp_path, fake)
+    brain = await brain_module.Brain.start(settings)
+    bot = app_module.SlackBot(brain, settings)
+    server = TestServer(bot.web_app(), host="127.0.0.1")
+    await server.start_server()
+    send = SlackSender(str(server.make_url("/")))
+    try:
+        yield Harness(fake, bot, send, tmp_path)
+    finally:
+        await send.close()
+        await server.close()
+        await bot.close(drain_timeout=10)
+        await brain.close()
+        await fake.stop()
+
+
+async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> None:
+    body = await slack.file_dm()
+    assert body["channel"] == DM and body["thread_ts"] == DM_TS
+    entry_id = posted_entry_id(body["blocks"])
+    files = vault_files(slack.vault)
+    assert len(files) == 1
+    assert entry_id in (slack.vault / files[0]).read_text()
+    # progress reaction on the user's message, added then removed
+    methods = [c.method for c in slack.fake.web_api_calls()]
+    assert methods == ["reactions.add", "chat.postMessage", "reactions.remove"]
+    assert slack.fake.calls_to("reactions.add")[0].body["timestamp"] == DM_TS
+    async with slack.bot.brain.db.session() as s:
+        capture = await repositories.capture_for_entry(s, entry_id)
+    assert capture is not None and capture.user_id == USER and capture.thread_ts == DM_TS
+    # the receipt remembers its card, so a later correction can update it in place
+    assert capture.message_ts == posted_ts(slack.fake)
+    slack.check_cards()
+
+
+async def test_a_retried_delivery_changes_nothing(slack: Harness) -> None:
+    await slack.file_dm()
+    event = message_event("Call the dentist about the crown next Tuesday", ts=DM_TS,
+                          event_id="Ev0SB0000001")
+    status, _ = await slack.send.event(event, retry=1)
+    assert status == 200
+    await slack.settle()
+    assert len(slack.fake.calls_to("chat.postMessage")) == 1
+    assert len(vault_files(slack.vault)) == 1
+
+
+async def test_owner_button_moves_the_note_and_updates_the_card(slack: Harness) -> None:
+    card = await slack.file_dm()
+    entry_id = posted_entry_id(card["blocks"])
+    target = next(json.loads(b["value"])["to"] for block in card["blocks"]
+                  if block["type"] == "actions" for b in block["elements"]
+                  if b["action_id"].startswith("move_entry:"))
+    message_ts = posted_ts(slack.fake)
+    press = button_press(entry_id, target, user=USER, channel=DM, message_ts=message_ts,
+                         thread_ts=DM_TS, response_url=slack.fake.hook_url("button"))
+    status, _ = await slack.send.action(press)
+    assert status == 200
+    updates = await slack.fake.wait_for("chat.update")
+    await slack.settle()
+    assert updates[0].body["ts"] == message_ts and updates[0].body["channel"] == DM
+    assert f"Moved to *{target.capitalize()}*" in json.dumps(updates[0].body["blocks"])
+    files = vault_files(slack.vault)
+    assert len(files) == 1 and files[0].startswith(f"{target}/")
+    async with slack.bot.brain.db.session() as s:
+        capture = await repositories.capture_for_entry(s, entry_id)
+    assert capture is not None and capture.status == "fixed"
+    slack.check_cards()
+
+
+async def test_another_users_button_changes_nothing(slack: Harness) -> None:
+    card = await slack.file_dm()
+    entry_id = posted_entry_id(card["blocks"])
+    before = {p: (slack.vault / p).read_text() for p in vault_files(slack.vault)}
+    press = button_press(entry_id, "ideas", user=OTHER_USER, channel=DM,
+                         message_ts=posted_ts(slack.fake), thread_ts=DM_TS,
+                         response_url=slack.fake.hook_url("button"))
+    status, _ = await slack.send.action(press)
+    assert status == 200
+    ephemerals = await slack.fake.wait_for("chat.postEphemeral")
+    await slack.settle()
+    assert ephemerals[0].body["user"] == OTHER_USER
+    assert "Only <@U0SBUSR01> can change this note" in ephemerals[0].body["text"]
+    assert slack.fake.calls_to("chat.update") == []
+    assert {p: (slack.vault / p).read_text() for p in vault_files(slack.vault)} == before
+
+
+async def test_undo_moves_the_note_to_the_trash_not_deleted(slack: Harness) -> None:
+    card = await slack.file_dm()
+    entry_id = posted_entry_id(card["blocks"])
+    press = button_press(entry_id, "", user=USER, channel=DM, message_ts=posted_ts(slack.fake),
+                         thread_ts=DM_TS, response_url=slack.fake.hook_url("b"),
+                         action_id="undo_entry")
+    await slack.send.action(press)
+    updates = await slack.fake.wait_for("chat.update")
+    await slack.settle()
+    files = vault_files(slack.vault)
+    assert len(files) == 1 and files[0].startswith(".trash/")
+    assert "Undone" in updates[0].body["text"]
+
+
+async def test_thread_fix_moves_the_note_and_refreshes_its_card(slack: Harness) -> None:
+    card = await slack.file_dm()
+    first_category = vault_files(slack.vault)[0].split("/")[0]
+    target = "people" if first_category != "people" else "projects"
+    reply = message_event(f"fix: {target}", ts="1767261720.000300", event_id="Ev0SB0000002",
+                          thread_ts=DM_TS)
+    status, _ = await slack.send.event(reply)
+    assert status == 200
+    posts = await slack.fake.wait_for("chat.postMessage", 2)
+    await slack.settle()
+    files = vault_files(slack.vault)
+    assert len(files) == 1 and files[0].startswith(f"{target}/")
+    assert posts[1].body["thread_ts"] == DM_TS
+    assert "Moved" in posts[1].body["text"]
+    # the original card now shows where the note went
+    updates = slack.fake.calls_to("chat.update")
+    assert len(updates) == 1 and f"Moved to *{target.capitalize()}*" in json.dumps(
+        updates[0].body["blocks"])
+    assert posted_entry_id(card["blocks"]) in json.dumps(updates[0].body["blocks"])
+    slack.check_cards()
+
+
+async def test_digest_answers_privately_through_response_url(slack: Harness) -> None:
+    await slack.file_dm()
+    fields = payload("slash_command_digest_weekly.json")
+    fields["response_url"] = slack.fake.hook_url("digest")
+    status, text = await slack.send.command(fields)
+    assert status == 200 and "weekly" in text.lower()
+    hooks = await slack.fake.wait_for("hook:digest")
+    await slack.settle()
+    assert hooks[0].body["response_type"] == "ephemeral"
+    assert hooks[0].body["text"].strip()
+    slack.check_cards()
+
+
+async def test_digest_with_an_unknown_argument_gets_usage_help(slack: Harness) -> None:
+    fields = payload("slash_command_digest_weekly.json")
+    fields.update(text="fortnightly", response_url=slack.fake.hook_url("digest"))
+    status, text = await slack.send.command(fields)
+    assert status == 200 and "Usage" in text and "fortnightly" in text
+    await slack.settle()
+    assert slack.fake.calls_to("hook:digest") == []
+
+
+async def test_bad_signature_and_stale_timestamp_are_refused(slack: Harness) -> None:
+    event = message_event("hello", ts=DM_TS, event_id="Ev1")
+    assert (await slack.send.event(event, secret="wrong-secret"))[0] == 401
+    assert (await slack.send.event(event, timestamp=int(time.time()) - 301))[0] == 401
+    await slack.settle()
+    assert slack.fake.calls == [] and vault_files(slack.vault) == []
+
+
+async def test_url_verification_and_health(slack: Harness) -> None:
+    body = payload("url_verification.json")
+    status, text = await slack.send.event(body)
+    assert status == 200 and body["challenge"] in text
+    assert (await slack.send.health())["ok"] is True
+
+
+@pytest.mark.parametrize("fixture", [
+    "event_callback_message_im_own_bot_reply.json",
+    "event_callback_message_changed_own_bot.json",
+    "event_callback_message_bot_message_subtype.json",
+])
+async def test_bot_messages_and_edits_are_ignored(slack: Harness, fixture: str) -> None:
+    status, _ = await slack.send.event(payload(fixture))
+    assert status == 200
+    await slack.settle()
+    assert slack.fake.web_api_calls() == []
+    assert not slack.vault.exists() or vault_files(slack.vault) == []
+
+
+async def test_mention_is_answered_in_its_thread_and_then_the_thread_is_followed(
+        slack: Harness) -> None:
+    mention = payload("event_callback_app_mention.json")
+    status, _ = await slack.send.event(mention)
+    assert status == 200
+    posts = await slack.fake.wait_for("chat.postMessage")
+    assert posts[0].body["channel"] == CHANNEL
+    assert posts[0].body["thread_ts"] == mention["event"]["ts"]
+    await slack.settle()
+    files = vault_files(slack.vault)
+    assert len(files) == 1 and "<@U0SBBOT01>" not in (slack.vault / files[0]).read_text()
+    # a plain reply in that thread is answered; one in a thread the bot is not in is not
+    known = message_event("fix: ideas", ts="1767262100.000100", event_id="Ev-c1",
+                          channel=CHANNEL, channel_type="channel",
+                          thread_ts=mention["event"]["ts"])
+    unknown = message_event("what about this?", ts="1767262200.000100", event_id="Ev-c2",
+                            channel=CHANNEL, channel_type="channel",
+                            thread_ts="1767000000.000001")
+    top_level = message_event("chatter", ts="1767262300.000100", event_id="Ev-c3",
+                              channel=CHANNEL, channel_type="channel")
+    for event in (unknown, top_level, known):
+        assert (await slack.send.event(event))[0] == 200
+    await slack.fake.wait_for("chat.postMessage", 2)
+    await slack.settle()
+    posts = slack.fake.calls_to("chat.postMessage")
+    assert len(posts) == 2 and posts[1].body["thread_ts"] == mention["event"]["ts"]
+    assert vault_files(slack.vault)[0].startswith("ideas/")
+
+
+async def test_turns_of_one_thread_are_answered_in_arrival_order(slack: Harness) -> None:
+    await slack.file_dm()
+    texts = [f"Remember to buy item number {i} for the office" for i in range(5)]
+    for i, text in enumerate(texts):
+        event = message_event(text, ts=f"1767261700.00010{i}", event_id=f"Ev-o{i}",
+                              thread_ts=DM_TS)
+        assert (await slack.send.event(event))[0] == 200
+    posts = await slack.fake.wait_for("chat.postMessage", 6)
+    await slack.settle()
+    replies = [p.body for p in posts[1:]]
+    assert all(r["thread_ts"] == DM_TS for r in replies)
+    order = [next(i for i in range(5) if f"number {i}" in json.dumps(r)) for r in replies]
+    assert order == [0, 1, 2, 3, 4]
+
+
+async def test_slack_api_failures_are_survived(slack: Harness,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    slack.fake.fail_next("reactions.add", error="missing_scope")
+    slack.fake.fail_next("chat.postMessage", status=429, error="ratelimited",
+                         headers={"Retry-After": "1"})
+    caplog.set_level(logging.WARNING)
+    await slack.file_dm()
+    # the 429 was waited out and retried; the reaction failure was only logged
+    assert len(slack.fake.calls_to("chat.postMessage")) == 2
+    assert "reactions.add failed" in caplog.text
+    assert len(vault_files(slack.vault)) == 1
+
+
+async def test_a_failed_post_is_logged_with_a_reference(slack: Harness,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    slack.fake.fail_next("chat.postMessage", error="channel_not_found")
+    caplog.set_level(logging.ERROR)
+    await slack.file_dm()
+    assert "chat.postMessage failed (ref " in caplog.text and "channel_not_found" in caplog.text
+
+
+async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    fake = await FakeSlack().start()
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the vaults should be")
+    settings = make_settings(tmp_path, fake, BRAIN_VAULT_DIR=str(blocker))
+    brain = await brain_module.Brain.start(settings)
+    bot = app_module.SlackBot(brain, settings)
+    server = TestServer(bot.web_app(), host="127.0.0.1")
+    await server.start_server()
+    send = SlackSender(str(server.make_url("/")))
+    caplog.set_level(logging.ERROR)
+    try:
+        await send.event(message_event("Call the dentist", ts=DM_TS, event_id="Ev-err"))
+        posts = await fake.wait_for("chat.postMessage")
+        text = posts[0].body["text"]
+        assert "something went wrong" in text and "(ref " in text
+        ref = text.split("(ref ")[1][:6]
+        await bot.runner.drain(5)
+        assert f"ref {ref}" in caplog.text
+        assert fake.calls_to("reactions.remove")  # the progress marker is cleared anyway
+    finally:
+        await send.close()
+        await server.close()
+        await bot.close(drain_timeout=5)
+        await brain.close()
+        await fake.stop()
