@@ -7,7 +7,6 @@ lines of the keys being changed are rewritten, every other byte of the file stay
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -204,9 +203,27 @@ def _key_blocks(lines: list[str], node: yaml.MappingNode) -> dict[str, list[tupl
     return blocks
 
 
+class _FlowDumper(yaml.SafeDumper):
+    """One-line values for flow blocks: double-quoted strings look like JSON and escape all."""
+
+
+_FlowDumper.add_representer(
+    str, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style='"'))
+_FlowDumper.add_representer(
+    type(None), lambda d, _v: d.represent_scalar("tag:yaml.org,2002:null", "null"))
+
+
 def _flow(value: Any) -> str:
-    # JSON is valid flow YAML and keeps a JSON-style block (`{"a": 1}`) JSON.
-    return json.dumps(normalise_scalar(value), ensure_ascii=False)
+    out = yaml.dump(normalise_scalar(value), Dumper=_FlowDumper, default_flow_style=True,
+                    allow_unicode=True, width=1_000_000_000)
+    return out.removesuffix("\n...\n").strip()
+
+
+def _own_line_indent(text: str, index: int) -> str | None:
+    """The indentation before `index` when only whitespace precedes it on its line."""
+    line_start = text.rfind("\n", 0, index) + 1
+    prefix = text[line_start:index]
+    return prefix if line_start > 0 and not prefix.strip() else None
 
 
 def _edit_flow(yaml_text: str, node: yaml.MappingNode, changes: Mapping[str, Any],
@@ -235,12 +252,11 @@ def _edit_flow(yaml_text: str, node: yaml.MappingNode, changes: Mapping[str, Any
     if new_items:
         close = node.end_mark.index - 1  # the `}`
         last = yaml_text[:close].rstrip()
-        if last.endswith("{"):
+        kept = [k for k, _ in pairs if k.value not in remove]
+        if last.endswith("{") or not kept:
             edits.append((close, close, ", ".join(new_items)))
-        elif pairs and node.start_mark.line != node.end_mark.line:
+        elif (indent := _own_line_indent(yaml_text, pairs[-1][0].start_mark.index)) is not None:
             # One item per line (pretty JSON): follow the last item's indentation.
-            line_start = yaml_text.rfind("\n", 0, pairs[-1][0].start_mark.index) + 1
-            indent = yaml_text[line_start:pairs[-1][0].start_mark.index]
             joined = "".join(f",{newline}{indent}{item}" for item in new_items)
             edits.append((len(last), len(last), joined))
         else:

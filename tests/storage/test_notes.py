@@ -253,3 +253,44 @@ def test_real_vault_parses_and_edits_minimally() -> None:
         assert parse_note(out).body == note.body, path
         edited += 1
     assert edited > 0
+
+
+@st.composite
+def generated_notes(draw: st.DrawFn) -> str:
+    """Frontmatter as tools and people write it: block or flow style, comments, CRLF."""
+    import yaml
+
+    data = draw(st.dictionaries(st.sampled_from(["a", "tags", "name", "x y", "n"]), values,
+                                max_size=4))
+    style = draw(st.sampled_from(["block", "flow", "json"]))
+    if style == "json":
+        import json
+
+        yaml_text = json.dumps(data, indent=draw(st.sampled_from([None, 2])),
+                               ensure_ascii=False) + "\n"
+    else:
+        yaml_text = yaml.safe_dump(data, default_flow_style=style == "flow",
+                                   allow_unicode=True, sort_keys=False) if data else ""
+        if style == "block" and draw(st.booleans()):
+            lines = yaml_text.splitlines(keepends=True)
+            lines.insert(draw(st.integers(0, len(lines))), "# a comment\n")
+            yaml_text = "".join(lines)
+    text = "---\n" + yaml_text + "---\n" + draw(st.text(max_size=20))
+    if draw(st.booleans()):
+        text = text.replace("\n", "\r\n")
+    return text
+
+
+@settings(max_examples=300, deadline=None)
+@given(original=generated_notes(), changes=st.dictionaries(keys, values, max_size=3),
+       remove=st.lists(keys, max_size=2))
+def test_apply_changes_on_generated_notes(original: str, changes: dict[str, object],
+                                          remove: list[str]) -> None:
+    before = parse_note(original)
+    if before.frontmatter_error:  # e.g. a drawn body line "---" ends up inside
+        return
+    out = apply_changes(original, changes, remove=remove)
+    expected = {k: v for k, v in before.frontmatter.items() if k not in remove or k in changes}
+    expected.update(normalise_scalar(changes))
+    assert parse_note(out).frontmatter == expected
+    assert parse_note(out).body == before.body
