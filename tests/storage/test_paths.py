@@ -57,7 +57,8 @@ path_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rel=path_text)
 def test_no_generated_path_leaves_the_vault(root: Path, rel: str) -> None:
     try:
