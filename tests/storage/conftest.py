@@ -21,7 +21,8 @@ ODD_NOTES: dict[str, str] = {
     "no-frontmatter.md": "# Plain note\n\nNo frontmatter here, links to [[Other]].\n",
     "broken-yaml.md": "---\ncreated: {{date}}\ntitle: Template\n---\nTemplate body\n",
     "list-yaml.md": "---\n- a\n- b\n---\nA list is not a mapping\n",
-    "comments.md": "---\n# my comment\nname: Commented  # trailing\nstatus: active\n\nextra: 'q'\n---\nB\n",
+    "comments.md": ("---\n# my comment\nname: Commented  # trailing\nstatus: active\n\n"
+                    "extra: 'q'\n---\nB\n"),
     "unclosed.md": "---\nname: never closed\nbody text\n",
 }
 
