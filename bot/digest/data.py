@@ -5,8 +5,8 @@ Rules (dates are the user's, in their time zone):
   `follow_ups` list is not empty; admin with status todo and due_date <= today; every inbox
   note; captures made yesterday.
 - weekly: captures of the last 7 days (today and the 6 days before) with counts by category;
-  projects changed this week = changed in the last 7 days with a status other than active
-  (done, waiting, blocked, someday), plus projects a capture was re-filed to (`fixed`) this
+  projects changed this week = changed in the last 7 days with status done, waiting,
+  blocked or someday (off active), plus projects a capture was re-filed to (`fixed`) this
   week; open loops = projects waiting or blocked, or active and unchanged for 14 days; needs
   review = inbox notes plus the notes of this week's needs_review captures.
 "Changed" is the note's `updated` frontmatter time (the file's mtime when it has none).
@@ -42,6 +42,7 @@ DETAIL_CHARS = 140
 TEXT_CHARS = 200
 STALE_DAYS = 14
 WEEK_DAYS = 7
+MOVED_STATUSES = ("waiting", "blocked", "someday", "done")
 
 
 def _trim(value: Any, limit: int) -> str | None:
@@ -152,7 +153,7 @@ async def _weekly(s: Any, vault: str, user_id: str, today: date,
 
     changed = [r for r in await q.notes(s, vault, category="projects",
                                         updated_since=start.timestamp())
-               if r.status not in (None, "active")]
+               if r.status in MOVED_STATUSES]
     fixed = await q.captures_between(s, user_id, start, end, statuses=["fixed"],
                                      limit=MAX_CAPTURES)
     refiled = await q.notes_by_ids(s, vault, [c.entry_id for c in fixed])
