@@ -1,0 +1,79 @@
+"""manifest.yml is a valid Slack manifest and asks for exactly the scopes the code needs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = Path("/work/shared/fixtures/slack/manifest.schema.json")
+
+# Web API method (as the SDK names it) -> the bot scope it needs (None: no scope).
+METHOD_SCOPES: dict[str, str | None] = {
+    "chat_postMessage": "chat:write",
+    "chat_update": "chat:write",
+    "chat_postEphemeral": "chat:write",
+    "reactions_add": "reactions:write",
+    "reactions_remove": "reactions:write",
+    "auth_test": None,
+    "users_info": "users:read",
+    "conversations_open": "im:write",
+    "chat_getPermalink": None,
+}
+EVENT_SCOPES = {"message.im": "im:history", "app_mention": "app_mentions:read",
+                "message.channels": "channels:history", "message.groups": "groups:history",
+                "message.mpim": "mpim:history"}
+# `client.chat_postMessage(` or a method name in quotes (`getattr(client, "reactions_add")`).
+API_CALL = re.compile(r"""(?:\.|["'])((?:chat|reactions|users|conversations|auth|views|files|"""
+                      r"apps|assistant)_[A-Za-z]+)\b")
+
+
+def manifest() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "manifest.yml").read_text(encoding="utf-8"))
+    return data
+
+
+def methods_used() -> set[str]:
+    found: set[str] = set()
+    for path in (ROOT / "bot" / "slack").rglob("*.py"):
+        found |= set(API_CALL.findall(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_manifest_is_valid_against_slacks_schema() -> None:
+    if not SCHEMA.exists():
+        pytest.skip("Slack manifest schema not present")
+    jsonschema.validate(manifest(), json.loads(SCHEMA.read_text(encoding="utf-8")))
+
+
+def test_manifest_turns_on_what_the_app_listens_to() -> None:
+    m = manifest()
+    assert m["settings"]["socket_mode_enabled"] is True
+    assert m["settings"]["interactivity"]["is_enabled"] is True
+    events = set(m["settings"]["event_subscriptions"]["bot_events"])
+    assert {"message.im", "app_mention", "message.channels", "message.groups"} <= events
+    digest = [c for c in m["features"]["slash_commands"] if c["command"] == "/digest"]
+    assert digest and digest[0]["usage_hint"]
+
+
+def test_the_scan_finds_the_calls_the_code_makes() -> None:
+    used = methods_used()
+    assert {"chat_postMessage", "chat_update", "reactions_add"} <= used  # guard: scan works
+
+
+def test_bot_scopes_are_exactly_what_the_code_uses() -> None:
+    used = methods_used()
+    unknown = used - set(METHOD_SCOPES)
+    assert not unknown, f"add the scopes of {sorted(unknown)} to METHOD_SCOPES and the manifest"
+    m = manifest()
+    needed = {METHOD_SCOPES[u] for u in used} - {None}
+    needed |= {EVENT_SCOPES[e] for e in m["settings"]["event_subscriptions"]["bot_events"]}
+    if m["features"].get("slash_commands"):
+        needed.add("commands")
+    assert set(m["oauth_config"]["scopes"]["bot"]) == needed
