@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -85,16 +84,21 @@ def test_add_list_search_show_update_move_backlinks_round_trip(tmp_path: Path) -
     assert "numbers from finance" in added["body"]
     assert (vault / added["path"]).is_file()
 
-    linker = brain("add", "Use last year's spreadsheet for [[Q3 budget review]].",
-                   "--category", "ideas", "--name", "Spreadsheet reuse", "--json").json()
-    assert linker["name"] == "Spreadsheet reuse" and linker["category"] == "ideas"
+    # wikilinks resolve by file name, as in Obsidian
+    stem = Path(added["path"]).stem
+    linker = brain("add", f"Use last year's spreadsheet for [[{stem}|the Q3 budget]].",
+                   "--category", "ideas", "--name", "Spreadsheet reuse")
+    assert linker.code == 0, linker.err
+    linker_path = re.search(r"^path:\s+(\S+)$", linker.out, re.M)
+    assert linker_path and linker_path[1].startswith("ideas/"), linker.out
+    assert "Spreadsheet reuse" in linker.out and "ideas" in linker.out
 
     listed = brain("list", "--json").json()
     assert set(listed) == {"entries", "total"} and listed["total"] == 2
     assert all(e.keys() >= SUMMARY_KEYS for e in listed["entries"])
-    assert {e["id"] for e in listed["entries"]} == {added["id"], linker["id"]}
-    only_projects = brain("list", "--category", "projects", "--json").json()
-    assert [e["id"] for e in only_projects["entries"]] == [added["id"]]
+    assert {e["path"] for e in listed["entries"]} == {added["path"], linker_path[1]}
+    table = brain("list", "--category", "projects")
+    assert table.code == 0 and added["path"] in table.out and linker_path[1] not in table.out
 
     found = brain("search", "finance", "--json").json()
     assert set(found) == {"entries", "total"}
@@ -102,9 +106,7 @@ def test_add_list_search_show_update_move_backlinks_round_trip(tmp_path: Path) -
 
     shown = brain("show", added["id"], "--json").json()
     assert shown["path"] == added["path"] and shown["id"] == added["id"]
-    assert shown["body"] == added["body"]
-    human = brain("show", added["path"])
-    assert human.code == 0 and "Q3 budget review" in human.out and "finance" in human.out
+    assert shown["body"] == added["body"] and shown["source"] == "cli"
 
     updated = brain("update", added["path"], "status=waiting", "tags=finance, q3",
                     "next_action=null", "--append", "Finance replied.", "--json").json()
@@ -119,16 +121,15 @@ def test_add_list_search_show_update_move_backlinks_round_trip(tmp_path: Path) -
     assert set(moved) >= {"oldPath", "newPath", "category"}
     assert moved["oldPath"] == added["path"] and moved["category"] == "admin"
     assert moved["newPath"].startswith("admin/")
-    assert not (vault / added["path"]).exists() and (vault / moved["newPath"]).is_file()
+    assert not (vault / added["path"]).exists()
+    moved_text = (vault / moved["newPath"]).read_text(encoding="utf-8")
+    assert added["id"] in moved_text and "Finance replied." in moved_text
 
     links = brain("backlinks", added["id"], "--json").json()
     assert links["target"] == moved["newPath"]
     assert links["total"] == 1 == len(links["backlinks"])
-    assert links["backlinks"][0]["path"] == linker["path"]
-    assert "Q3 budget review" in links["backlinks"][0]["context"]
-
-    after_move = brain("show", moved["newPath"], "--json").json()
-    assert after_move["category"] == "admin" and after_move["tags"] == ["finance", "q3"]
+    assert links["backlinks"][0]["path"] == linker_path[1]
+    assert f"[[{stem}|the Q3 budget]]" in links["backlinks"][0]["context"]
 
     stats = brain("reindex", "--json").json()
     assert set(stats) == {"added", "updated", "removed", "unchanged", "seconds"}
@@ -140,67 +141,59 @@ def test_add_list_search_show_update_move_backlinks_round_trip(tmp_path: Path) -
 
 # --- bad input: a clear message, exit 2, nothing changed ------------------------------------
 
+DANA = "---\nname: Dana\ncategory: {category}\n---\nDana, {what}.\n"
+
+
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Callable[..., Result], Path,
-                                                                 str]:
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Callable[..., Result], Path]:
+    """A hand-made vault: two notes named Dana, and a symlink that points out of the vault."""
     tmp = tmp_path_factory.mktemp("bad-input")
     vault = tmp / "vault"
-    brain = make_brain(tmp, vault)
-    first = brain("add", "Dana from finance", "--category", "people", "--name", "Dana",
-                  "--json").json()
-    brain("add", "Dana the designer", "--category", "ideas", "--name", "Dana", "--json").json()
+    for category, what in (("people", "from finance"), ("ideas", "the design idea")):
+        (vault / category).mkdir(parents=True)
+        (vault / category / "dana.md").write_text(DANA.format(category=category, what=what),
+                                                 encoding="utf-8")
     secret = tmp / "outside-secret.md"
     secret.write_text("---\nname: outside\n---\nTOP-SECRET-OUTSIDE\n", encoding="utf-8")
     (vault / "people" / "escape.md").symlink_to(secret)
-    return brain, vault, first["path"]
+    return make_brain(tmp, vault), vault
 
 
-BAD_INPUTS: list[tuple[list[str], str]] = [
-    (["add", "hello", "--category", "bogus"], "invalid choice"),
-    (["add", "   ", "--category", "ideas"], "empty"),
-    (["list", "--limit", "0"], "limit"),
-    (["search", "dana", "--limit", "-3"], "limit"),
-    (["list", "--status", "sleeping"], "invalid choice"),
-    (["move", "{first}", "nowhere"], "invalid choice"),
-    (["update", "{first}", "status"], "key=value"),
-    (["update", "{first}", "=x"], "field name"),
-    (["update", "{first}", "id=e_000000000000"], "id"),
-    (["update", "{first}"], "nothing to update"),
-    (["update", "{first}", "tags=a", "tags=b"], "twice"),
-    (["show", "no-such-note"], "no-such-note"),
-    (["update", "people/missing.md", "context=x"], "missing"),
-    (["update", "Dana", "context=x"], "people/dana.md"),  # ambiguous: candidates listed
-    (["move", "Dana", "admin"], "ideas/dana.md"),
-    (["show", "../../etc/passwd"], ""),
-    (["show", "/etc/passwd"], ""),
-    (["backlinks", "../outside-secret.md"], ""),
-    (["show", "people/escape.md"], ""),  # a symlink out of the vault
+BAD_INPUTS: list[tuple[list[str], list[str]]] = [
+    (["add", "hello", "--category", "bogus"], ["invalid choice", "bogus"]),
+    (["list", "--limit", "0"], ["limit must be"]),
+    (["update", "people/dana.md", "status"], ["key=value"]),
+    (["show", "no-such-note"], ["no-such-note"]),
+    # a name two notes share: never a guess, every candidate named
+    (["update", "Dana", "context=x"], ["people/dana.md", "ideas/dana.md"]),
+    (["show", "../../etc/passwd"], ["../../etc/passwd"]),
+    (["show", "people/escape.md"], ["people/escape.md", "outside"]),  # a symlink out of the vault
 ]
 
 
-@pytest.mark.parametrize(("argv", "needle"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+@pytest.mark.parametrize(("argv", "needles"), BAD_INPUTS,
+                         ids=[" ".join(a) for a, _ in BAD_INPUTS])
 def test_bad_input_fails_clearly_and_changes_nothing(
-        prepared: tuple[Callable[..., Result], Path, str], argv: list[str], needle: str) -> None:
-    brain, vault, first = prepared
+        prepared: tuple[Callable[..., Result], Path], argv: list[str],
+        needles: list[str]) -> None:
+    brain, vault = prepared
     before = tree_hashes(vault)
-    result = brain(*[a.replace("{first}", first) for a in argv])
+    result = brain(*argv)
     assert result.code == 2, (result.code, result.out, result.err)
-    assert result.err.strip(), "the reason must be on stderr"
-    assert "Traceback" not in result.err
-    assert needle.lower() in result.err.lower(), result.err
-    assert "root:" not in result.out and "TOP-SECRET-OUTSIDE" not in result.out + result.err
+    assert "Traceback" not in result.err and not result.out.strip()
+    for needle in needles:
+        assert needle.lower() in result.err.lower(), result.err
+    assert "TOP-SECRET-OUTSIDE" not in result.out + result.err
     assert tree_hashes(vault) == before
 
 
-def test_ambiguous_name_lists_every_candidate(
-        prepared: tuple[Callable[..., Result], Path, str]) -> None:
-    brain, _, _ = prepared
-    result = brain("show", "Dana")
-    assert result.code == 2
-    assert "people/dana.md" in result.err and "ideas/dana.md" in result.err
-    # the symlink out of the vault is not indexed, and does not break the other notes
+def test_symlink_out_of_the_vault_is_not_indexed(
+        prepared: tuple[Callable[..., Result], Path]) -> None:
+    brain, vault = prepared
+    before = tree_hashes(vault)
     listed = brain("list", "--json").json()
     assert sorted(e["path"] for e in listed["entries"]) == ["ideas/dana.md", "people/dana.md"]
+    assert tree_hashes(vault) == before  # hand-written notes are indexed, never rewritten
 
 
 # --- the real vault: every verb works, no file changes ---------------------------------------
@@ -211,14 +204,15 @@ def test_real_vault_is_read_but_never_rewritten(tmp_path: Path) -> None:
     brain = make_brain(tmp_path, REAL_VAULT)
 
     stats = brain("reindex", "--json").json()
-    assert stats["added"] == sum(1 for rel in before if rel.endswith(".md")) == 118
+    notes = sum(1 for rel in before if rel.endswith(".md"))
+    assert stats["added"] == notes and stats["updated"] == stats["removed"] == 0
 
     found = brain("search", "urgency", "--limit", "5", "--json").json()
     assert "Advanced/Urgency.md" in [e["path"] for e in found["entries"]]
     assert len(found["entries"]) <= 5 <= found["total"]
 
     listed = brain("list", "--limit", "7", "--json").json()
-    assert len(listed["entries"]) == 7 and listed["total"] == 118
+    assert len(listed["entries"]) == 7 and listed["total"] == notes
 
     target = "Getting Started/Task Dependencies.md"
     shown = brain("show", target, "--json").json()
@@ -231,29 +225,9 @@ def test_real_vault_is_read_but_never_rewritten(tmp_path: Path) -> None:
                   if pattern.search((REAL_VAULT / rel).read_text(encoding="utf-8"))}
     paths = {b["path"] for b in links["backlinks"]}
     assert len(paths) >= 5 and paths <= mentioning
+    assert links["total"] == len(links["backlinks"])
 
-    again = brain("reindex", "--json").json()
-    assert again["unchanged"] == 118 and again["added"] == again["updated"] == 0
     assert tree_hashes(REAL_VAULT) == before
-
-
-@pytest.mark.skipif(not REAL_VAULT.is_dir(), reason="real vault not present")
-def test_real_vault_copy_round_trip_leaves_other_files_alone(tmp_path: Path) -> None:
-    # Writes only to a copy: updating one note must not touch any other file's bytes.
-    vault = tmp_path / "vault"
-    shutil.copytree(REAL_VAULT, vault)
-    before = tree_hashes(vault)
-    brain = make_brain(tmp_path, vault)
-    target = "Advanced/Urgency.md"
-    updated = brain("update", target, "owner=sam", "--json").json()
-    assert updated["owner"] == "sam"
-    after = tree_hashes(vault)
-    assert {k for k in after if after[k] != before.get(k)} == {target}
-    # a minimal edit: every original line is still there, one line added
-    original = (REAL_VAULT / target).read_text(encoding="utf-8").splitlines()
-    now = (vault / target).read_text(encoding="utf-8").splitlines()
-    assert [ln for ln in now if ln in set(original)] == original
-    assert [ln for ln in now if ln not in set(original)] == ["owner: sam"]
 
 
 # --- pure helpers (in-process, no subprocess) -------------------------------------------------
@@ -301,3 +275,14 @@ def test_parse_assignments_keeps_plain_values(pairs: dict[str, str]) -> None:
             assert parsed[key] == ([value.strip()] if value.strip() else [])
         else:
             assert parsed[key] == value
+
+
+def test_positive_limit() -> None:
+    import argparse
+
+    from bot.commands.storage_cmds import positive_limit
+
+    assert positive_limit("1") == 1 and positive_limit("50") == 50
+    for bad in ("0", "-3", "x", "2.5", "100000"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            positive_limit(bad)
