@@ -265,3 +265,18 @@ async def test_fake_rejects_unanswered_tool_use(srv: FakeLLMServer) -> None:
                                            "name": call.name, "input": {}}]},
         {"role": "user", "content": "next"}]}
     assert any("without `tool_result`" in p for p in anthropic_problems(body))
+
+
+async def test_fake_smart_mode_answers_tool_results(srv: FakeLLMServer) -> None:
+    capture = ToolSpec("classify_and_capture", "Save a thought.",
+                       {"type": "object", "properties": {"text": {"type": "string"}}})
+    p = provider(srv)
+    first = await p.complete("s", [user("Idea: a podcast")], [capture])
+    (call,) = first.tool_calls
+    assert call.name == "classify_and_capture" and call.id.startswith("toolu_")
+    assert call.arguments is not None and call.arguments["hints"]["category"] == "ideas"
+    done = await p.complete("s", [user("Idea: a podcast"),
+                                  Message("assistant", None, first.tool_calls),
+                                  Message("tool", tool_results=(
+                                      ToolResult(call.id, call.name, "filed"),))], [capture])
+    assert done.text is not None and call.id in done.text

@@ -273,3 +273,38 @@ async def test_unpaired_history_is_rejected_as_bad_request(srv: FakeLLMServer) -
     with pytest.raises(BadRequest, match="tool_call_id"):
         await provider(srv).complete("s", [user("x"), Message("assistant", None, (call,)),
                                            user("next")], TOOLS)
+
+
+CAPTURE = ToolSpec("classify_and_capture", "Save a thought.",
+                   {"type": "object", "properties": {"text": {"type": "string"}}})
+
+
+async def test_fake_smart_mode_plays_a_minimal_model(srv: FakeLLMServer) -> None:
+    p = provider(srv)
+    first = await p.complete("s", [user("Pay rent tomorrow")], [CAPTURE, *TOOLS])
+    (call,) = first.tool_calls
+    assert call.name == "classify_and_capture" and call.arguments is not None
+    assert call.arguments["text"] == "Pay rent tomorrow"
+    assert call.arguments["hints"]["category"] == "admin"
+    listed = await p.complete("s", [user("list my ideas")], [CAPTURE, *TOOLS])
+    assert listed.tool_calls[0].name == "list_entries"
+    done = await p.complete("s", [user("Pay rent tomorrow"),
+                                  Message("assistant", None, first.tool_calls),
+                                  Message("tool", tool_results=(
+                                      ToolResult(call.id, call.name, "filed"),))], [CAPTURE])
+    assert done.text is not None and call.id in done.text
+    plain = await p.complete("s", [user("hello")], [])
+    assert plain.text == "You said: hello"
+
+
+async def test_fake_rejects_orphan_tool_message(srv: FakeLLMServer) -> None:
+    with pytest.raises(BadRequest, match="preceeding message with 'tool_calls'"):
+        await provider(srv).complete("s", [user("x"), Message("tool", tool_results=(
+            ToolResult("call_zz", "list_entries", "[]"),))], TOOLS)
+    assert srv.pending == 0
+
+
+async def test_fake_callable_script_sees_the_request(srv: FakeLLMServer) -> None:
+    srv.script([lambda body: openai_text(f"{len(body['messages'])} messages")])
+    result = await provider(srv).complete("s", [user("x")], [])
+    assert result.text == "2 messages"
