@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from bot.llm.types import NamedTool, ToolCall, ToolSpec
 from bot.loop import REPEATED, TRUNCATED, run_turn
@@ -13,8 +14,9 @@ from storage.db import Database
 from storage.store import Store
 from storage.vault import Vault
 from tests.bot.scripted import ScriptedProvider, call, text, tools
-from tools.base import ToolContext
-from tools.registry import Execution, execute, tool_specs
+from tools import registry
+from tools.base import Tool, ToolContext, ToolOutput
+from tools.registry import TOOLS, Execution, execute, tool_specs
 
 SPECS = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
 
@@ -128,15 +130,20 @@ async def test_parallel_calls_each_answered_in_call_order(ctx) -> None:
     assert all(e.status == "ok" for e in outcome.executions)
 
 
-async def test_a_tool_that_raises_becomes_an_error_result(ctx) -> None:
-    root = ctx.store.vault.root
-    (root / "ideas").mkdir(parents=True, exist_ok=True)
-    (root / "ideas" / "broken.md").write_bytes(b"---\nname: x\n---\n\xff\xfe not utf-8")
-    provider = ScriptedProvider([tools(call("get_entry", {"path": "ideas/broken.md"})),
-                                 text("that note is unreadable")])
+async def test_a_tool_that_raises_becomes_an_error_result(ctx, monkeypatch) -> None:
+    async def boom(_ctx: ToolContext, _args: dict) -> ToolOutput:
+        raise RuntimeError("disk on fire")
+
+    schema = {"type": "object", "properties": {}, "additionalProperties": False}
+    monkeypatch.setitem(TOOLS, "boom", Tool("boom", "A tool that always fails, for tests.",
+                                           schema, boom))
+    monkeypatch.setitem(registry._VALIDATORS, "boom", Draft202012Validator(schema))
+    provider = ScriptedProvider([tools(call("boom", {})), text("that failed, sorry")])
     outcome = await _turn(ctx, provider)
     assert outcome.executions[0].status == "error"
-    assert outcome.text == "that note is unreadable"
+    sent = _results(provider, 1)[0]
+    assert sent["ok"] is False and "disk on fire" in sent["error"]["message"]
+    assert outcome.text == "that failed, sorry"
 
 
 async def test_truncated_calls_are_not_executed(ctx) -> None:
