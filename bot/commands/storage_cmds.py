@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
+import sys
 import textwrap
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -27,6 +29,7 @@ from storage.types import (
 )
 
 TITLE_MAX = 60
+CONTEXT_MAX = 100  # backlink lines in the human view
 LIMIT_MAX = 1000
 # Fields the storage layer owns: changing them by hand would break ids, folders or timestamps.
 READ_ONLY_FIELDS = {"id": "ids are stable", "category": "use `brain move` to change category",
@@ -103,6 +106,8 @@ def check_ref(store: Store, ref: str) -> None:
 def _scalar(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):  # as written in YAML, not Python's True/False
+        return "true" if value else "false"
     if isinstance(value, list):
         return ", ".join(str(v) for v in value) or "-"
     return str(value)
@@ -120,7 +125,7 @@ def print_entry(entry: Entry, *, body: bool = True) -> None:
             print(f"{key}: {_scalar(value)}")
     if entry.body.strip():
         print()
-        print(entry.body.rstrip("\n"))
+        print(entry.body.strip("\n"))
 
 
 def print_entry_list(result: EntryList) -> None:
@@ -153,7 +158,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             print_entry(entry, body=False)
         return 0
 
-    return run(go)
+    return _run_checked(go)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -167,7 +172,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             print_entry_list(result)
         return 0
 
-    return run(go)
+    return _run_checked(go)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -184,7 +189,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             print_entry_list(result)
         return 0
 
-    return run(go)
+    return _run_checked(go)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -246,7 +251,8 @@ def cmd_backlinks(args: argparse.Namespace) -> int:
             return 0
         print(f"{len(result.backlinks)} note(s) link to {result.target}")
         for link in result.backlinks:
-            print(f"  {link.path}  ({link.name}): {link.context}")
+            context = textwrap.shorten(link.context, CONTEXT_MAX, placeholder="…")
+            print(f"  {link.path}  ({link.name}): {context}")
         return 0
 
     return _run_checked(go)
@@ -264,15 +270,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                   f"in {stats.seconds:.2f}s")
         return 0
 
-    return run(go)
+    return _run_checked(go)
 
 
 def _run_checked(go: Any) -> int:
-    """`run`, plus our own UsageError raised inside the coroutine (after the store opened)."""
+    """`run`, plus our own UsageError raised inside the coroutine (after the store opened),
+    and a reader that stopped early (`brain show X | head`), which is not an error."""
     try:
         return run(go)
     except UsageError as exc:
         return fail(str(exc))
+    except BrokenPipeError:
+        # Python would complain again when flushing stdout at exit; point it at nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 # --- registration ----------------------------------------------------------------------------
