@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+import yaml
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
 from sqlalchemy import text
@@ -29,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import StorageError
 from storage.links import extract_links, link_key
-from storage.notes import parse_note
+from storage.notes import ParsedNote, _find_block, normalise_scalar, parse_note
 from storage.types import (
     CATEGORIES,
     Backlink,
@@ -41,8 +42,17 @@ from storage.types import (
 )
 from storage.vault import Vault
 
-# bm25 column weights: name, one_liner, context, next_action, body.
-BM25_WEIGHTS = (10.0, 5.0, 3.0, 3.0, 1.0)
+# bm25 column weights: name, one_liner, context, next_action, body, meta (filter tokens only).
+BM25_WEIGHTS = (10.0, 5.0, 3.0, 3.0, 1.0, 0.0)
+TEXT_COLUMNS = "{name one_liner context next_action body}"
+FIELD_COLUMNS = "{name one_liner context next_action}"
+# bm25 costs ~2 us per matching note; a word in more notes than this (a stopword, in effect)
+# ranks the notes that have it in a field, then the newest others, so 50k notes stay fast.
+RANK_ALL_LIMIT = 2500
+# Too common to carry a query on their own; dropped from OR retries and from name matching.
+_STOPWORDS_TEXT = """a an and are as at be but by de der die for from has have i in is it of on
+or so that the this to was we were what when where which who will with you"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 RRF_K = 60
 FUZZY_CUTOFF = 80.0
 FUZZY_MIN_TOKEN = 3  # shorter words are all "similar" to something; FTS handles them
@@ -63,8 +73,8 @@ _INSERT_NOTE = text(
     f"VALUES ({', '.join(':' + c for c in _NOTE_COLUMNS)})"
 )
 _INSERT_FTS = text(
-    "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body) "
-    "VALUES (:nid, :name, :one_liner, :context, :next_action, :body)"
+    "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body, meta) "
+    "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
 )
 _INSERT_LINK = text(
     "INSERT INTO index_links (vault, source_path, target, target_key, target_base, heading, "
@@ -80,6 +90,12 @@ _SUMMARY_COLUMNS = (
 def text_key(value: str) -> str:
     """Case- and form-insensitive key for names and stems (matches links.link_key)."""
     return unicodedata.normalize("NFC", value).strip().casefold()
+
+
+def meta_token(kind: str, value: str | None) -> str:
+    """One FTS5 token standing for a vault, category or status, so filters run inside FTS5."""
+    digest = hashlib.sha1((value or "").encode("utf-8"), usedforsecurity=False).hexdigest()
+    return f"{kind}{digest[:16]}"
 
 
 def query_tokens(query: str) -> list[str]:
@@ -146,6 +162,28 @@ def _frontmatter_strings(fields: Mapping[str, Any]) -> Iterable[tuple[str, str]]
             stack.extend((key, v) for v in value.values())
 
 
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+
+
+def read_note(text: str) -> ParsedNote:
+    """parse_note's result, with libyaml when available (about 7x faster on a full index).
+
+    Same block rules (notes._find_block) and the same JSON-safe normalisation; anything libyaml
+    does not load as a mapping goes to parse_note, which also words the error.
+    """
+    block = _find_block(text) if _FAST_LOADER is not None else None
+    if block is None:
+        return parse_note(text)
+    try:
+        data = yaml.load(text[block.yaml_start:block.yaml_end], Loader=_FAST_LOADER)  # noqa: S506
+    except Exception:  # any libyaml refusal: the reference parser decides
+        return parse_note(text)
+    if data is not None and not isinstance(data, dict):
+        return parse_note(text)
+    frontmatter = normalise_scalar(data) if data else {}
+    return ParsedNote(text, True, frontmatter, None, text[block.end:])
+
+
 @dataclass
 class IndexedNote:
     """One note as the index stores it (a row, its FTS text and its links)."""
@@ -156,7 +194,7 @@ class IndexedNote:
 
 def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int) -> IndexedNote:
     """Parse a note's bytes into its index row and links (pure: no I/O)."""
-    parsed = parse_note(data.decode("utf-8", errors="replace"))
+    parsed = read_note(data.decode("utf-8", errors="replace"))
     fm = parsed.frontmatter
     raw_id = fm.get("id")
     note_id = str(raw_id) if isinstance(raw_id, str | int) and str(raw_id) else None
@@ -167,7 +205,8 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
     if category not in CATEGORIES:
         top = rel.split("/", 1)[0] if "/" in rel else None
         category = top if top in CATEGORIES else None
-    status = fm.get("status")
+    raw_status = fm.get("status")
+    status = raw_status.strip() if isinstance(raw_status, str) and raw_status.strip() else None
     mtime_iso = dt.datetime.fromtimestamp(mtime_ns / 1e9, dt.UTC).isoformat(timespec="seconds")
     updated = _as_text(fm.get("updated")) or mtime_iso
     updated_ts = _timestamp(updated)
@@ -177,7 +216,7 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
         "vault": vault_key, "path": rel, "id": note_id, "name": name,
         "name_key": text_key(name), "stem_key": link_key(stem),
         "category": category,
-        "status": status.strip() if isinstance(status, str) and status.strip() else None,
+        "status": status,
         "one_liner": _as_text(fm.get("one_liner")),
         "context": _as_text(fm.get("context")),
         "next_action": _as_text(fm.get("next_action")),
@@ -189,6 +228,8 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
         "updated": updated, "updated_ts": updated_ts,
         "mtime_ns": mtime_ns, "size": size, "hash": hashlib.sha256(data).hexdigest(),
     }
+    row["meta"] = " ".join((meta_token("v", vault_key), meta_token("c", category),
+                            meta_token("s", status)))
     note = IndexedNote(row)
     found = list(extract_links(parsed.body))
     for key, value in _frontmatter_strings(fm):
@@ -241,33 +282,34 @@ class _NameCache:
 
     generation: int
     meta: dict[int, tuple[str | None, str | None]]  # nid -> (category, status)
-    name_words: dict[int, list[str]]
     by_length: dict[int, list[str]]  # vocabulary by word length
     word_nids: dict[str, list[int]]
 
     @classmethod
     def build(cls, generation: int, rows: Iterable[Sequence[Any]]) -> _NameCache:
         meta: dict[int, tuple[str | None, str | None]] = {}
-        name_words: dict[int, list[str]] = {}
         word_nids: dict[str, list[int]] = {}
         for nid, name, category, status in rows:
             meta[nid] = (category, status)
             words = list(dict.fromkeys(default_process(name).split()))
-            name_words[nid] = words
             for word in words:
                 word_nids.setdefault(word, []).append(nid)
         by_length: dict[int, list[str]] = {}
         for word in word_nids:
             by_length.setdefault(len(word), []).append(word)
-        return cls(generation, meta, name_words, by_length, word_nids)
+        return cls(generation, meta, by_length, word_nids)
 
     def match(self, query: str, category: str | None, status: str | None) -> dict[int, float]:
-        """nid -> WRatio-based score (>= FUZZY_CUTOFF) of names matching the query's words."""
+        """nid -> score (>= FUZZY_CUTOFF) of names whose words match the query's words.
+
+        Each query word scores its best WRatio against the name's words; a name's score is the
+        mean over the query words, so every word must be close for a name to count.
+        """
         tokens = [t for t in dict.fromkeys(default_process(query).split())
-                  if len(t) >= FUZZY_MIN_TOKEN][:MAX_QUERY_TOKENS]
+                  if len(t) >= FUZZY_MIN_TOKEN and t not in STOPWORDS][:MAX_QUERY_TOKENS]
         if not tokens:
             return {}
-        best: list[dict[str, float]] = []
+        totals: dict[int, float] = {}
         for token in tokens:
             # A score >= 80 needs lengths within 2/3..3/2 of each other; WRatio would score a
             # longer word by partial match (substring), which is the FTS prefix's job.
@@ -275,22 +317,21 @@ class _NameCache:
             words = [w for n in range(low, high + 1) for w in self.by_length.get(n, ())]
             hits = process.extract(token, words, scorer=fuzz.WRatio, processor=None,
                                    score_cutoff=FUZZY_CUTOFF, limit=None)
-            best.append({word: score for word, score, _ in hits})
-        candidates: set[int] = set()
-        for scores in best:
-            for word in scores:
-                candidates.update(self.word_nids[word])
+            best: dict[int, float] = {}
+            for word, score, _ in hits:
+                for nid in self.word_nids[word]:
+                    if score > best.get(nid, 0.0):
+                        best[nid] = score
+            for nid, score in best.items():
+                totals[nid] = totals.get(nid, 0.0) + score
         out: dict[int, float] = {}
-        for nid in candidates:
-            cat, stat = self.meta[nid]
-            if (category is not None and cat != category) or (status is not None
-                                                               and stat != status):
+        needed = FUZZY_CUTOFF * len(tokens)
+        for nid, total in totals.items():
+            if total < needed:
                 continue
-            words = self.name_words[nid]
-            total = sum(max((scores.get(w, 0.0) for w in words), default=0.0) for scores in best)
-            score = total / len(best)
-            if score >= FUZZY_CUTOFF:
-                out[nid] = score
+            cat, stat = self.meta[nid]
+            if (category is None or cat == category) and (status is None or stat == status):
+                out[nid] = total / len(tokens)
         return out
 
 
@@ -340,6 +381,7 @@ class SearchIndex:
 
     def _plan(self, known: dict[str, tuple[int, int, int, str]],
               files: Iterable[tuple[str, int, int]], full: bool) -> _Plan:
+        """`files` come from Vault.scan or were checked by Vault.resolve already."""
         plan = _Plan()
         seen: set[str] = set()
         for rel, mtime_ns, size in files:
@@ -349,8 +391,8 @@ class SearchIndex:
                 plan.unchanged += 1
                 continue
             try:
-                data = self.vault.resolve(rel).read_bytes()
-            except (OSError, StorageError):
+                data = (self.vault.root / rel).read_bytes()
+            except OSError:
                 continue  # vanished or unreadable since the scan; the next refresh sees it
             if old is not None and hashlib.sha256(data).hexdigest() == old[3]:
                 plan.touch.append({"nid": old[2], "mtime_ns": mtime_ns, "size": size})
@@ -471,32 +513,70 @@ class SearchIndex:
             params["status"] = status
         return sql
 
-    async def _fts(self, session: AsyncSession, expression: str, category: str | None,
-                   status: str | None, depth: int) -> tuple[list[int], int]:
-        """The best `depth` nids for an FTS5 expression, and how many notes match in all."""
-        params: dict[str, Any] = {"v": self.key, "q": expression, "k": depth}
-        where = "index_fts MATCH :q AND n.vault = :v" + self._filters(category, status, params)
+    def _match(self, core: str, category: str | None, status: str | None,
+               columns: str = TEXT_COLUMNS) -> str:
+        """An FTS5 expression: the user's words in `columns`, within this vault and filters."""
+        parts = [f'meta : "{meta_token("v", self.key)}"']
+        if category is not None:
+            parts.append(f'meta : "{meta_token("c", category)}"')
+        if status is not None:
+            parts.append(f'meta : "{meta_token("s", status)}"')
+        parts.append(f"{columns} : ({core})")
+        return " AND ".join(parts)
+
+    async def _count(self, session: AsyncSession, expression: str) -> int:
+        result = await session.execute(
+            text("SELECT count(*) FROM index_fts WHERE index_fts MATCH :q"), {"q": expression})
+        return int(result.scalar() or 0)
+
+    async def _ranked(self, session: AsyncSession, expression: str, depth: int) -> list[int]:
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        ranked = await session.execute(text(
-            f"SELECT n.nid FROM index_fts CROSS JOIN index_notes n ON n.nid = index_fts.rowid "
-            f"WHERE {where} ORDER BY bm25(index_fts, {weights}), n.path LIMIT :k"), params)
-        nids = [r[0] for r in ranked]
-        if len(nids) < depth:
-            return nids, len(nids)
-        counted = await session.execute(text(
-            f"SELECT count(*) FROM index_fts CROSS JOIN index_notes n "
-            f"ON n.nid = index_fts.rowid WHERE {where}"), params)
-        return nids, int(counted.scalar() or 0)
+        result = await session.execute(text(
+            f"SELECT rowid FROM index_fts WHERE index_fts MATCH :q "
+            f"ORDER BY bm25(index_fts, {weights}), rowid LIMIT :k"),
+            {"q": expression, "k": depth})
+        return [r[0] for r in result]
+
+    async def _fts(self, session: AsyncSession, tokens: Sequence[str], category: str | None,
+                   status: str | None, depth: int) -> tuple[list[int], int, str]:
+        """The best `depth` nids, how many notes match in all, and the expression used.
+
+        All words must match; when no note has them all, any word may (stopwords aside).
+        """
+        core = fts_expression(tokens)
+        expression = self._match(core, category, status)
+        total = await self._count(session, expression)
+        if total == 0 and len(tokens) > 1:
+            words = [t for t in tokens if t.lower() not in STOPWORDS] or list(tokens)
+            core = fts_expression(words, "OR")
+            expression = self._match(core, category, status)
+            total = await self._count(session, expression)
+        if total == 0:
+            return [], 0, expression
+        if total <= RANK_ALL_LIMIT:
+            return await self._ranked(session, expression, depth), total, expression
+        ranked = await self._ranked(
+            session, self._match(core, category, status, FIELD_COLUMNS), depth)
+        if len(ranked) < depth:
+            newest = await session.execute(text(
+                "SELECT rowid FROM index_fts WHERE index_fts MATCH :q ORDER BY rowid DESC "
+                "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
+            seen = set(ranked)
+            ranked += [r[0] for r in newest if r[0] not in seen][:depth - len(ranked)]
+        return ranked, total, expression
 
     async def _fts_members(self, session: AsyncSession, expression: str,
                            nids: Iterable[int]) -> set[int]:
-        ids = sorted(nids)
+        """Which of `nids` the expression matches (one rowid-range scan: FTS5 seeks ranges,
+        while `rowid IN (...)` would re-run the match per id)."""
+        ids = set(nids)
         if not ids:
             return set()
         result = await session.execute(text(
-            f"SELECT rowid FROM index_fts WHERE index_fts MATCH :q "
-            f"AND rowid IN ({', '.join(str(int(i)) for i in ids)})"), {"q": expression})
-        return {r[0] for r in result}
+            "SELECT rowid FROM index_fts WHERE index_fts MATCH :q "
+            "AND rowid >= :low AND rowid <= :high"),
+            {"q": expression, "low": min(ids), "high": max(ids)})
+        return {r[0] for r in result} & ids
 
     async def _like(self, session: AsyncSession, tokens: Sequence[str], category: str | None,
                     status: str | None, depth: int) -> tuple[list[int], int]:
@@ -542,12 +622,9 @@ class SearchIndex:
             return EntryList([], 0)
         depth = max(limit * 3, 30)
         sqlite = _has_fts(session)
-        expression = fts_expression(tokens)
+        expression = ""
         if sqlite:
-            ranked, total = await self._fts(session, expression, category, status, depth)
-            if not ranked and len(tokens) > 1:
-                expression = fts_expression(tokens, "OR")
-                ranked, total = await self._fts(session, expression, category, status, depth)
+            ranked, total, expression = await self._fts(session, tokens, category, status, depth)
         else:
             ranked, total = await self._like(session, tokens, category, status, depth)
         names = await self._names(session)
@@ -555,7 +632,7 @@ class SearchIndex:
         fuzzy_ranked = sorted(fuzzy, key=lambda n: -fuzzy[n])[:FUZZY_MAX_MATCHES]
         # Count fuzzy-only notes once: those the word query did not already match.
         outside = set(fuzzy_ranked) - set(ranked)
-        if outside and sqlite and len(ranked) == depth:
+        if outside and sqlite and total > len(ranked):
             outside -= await self._fts_members(session, expression, outside)
         total += len(outside)
         scores: dict[int, float] = {}
