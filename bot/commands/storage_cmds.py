@@ -12,11 +12,9 @@ import os
 import re
 import sys
 import textwrap
-from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from bot.commands.common import add_common, fail, open_store, print_json, run
-from storage.store import Store
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -89,16 +87,6 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
             value = raw
         changes[key] = value
     return changes
-
-
-def check_ref(store: Store, ref: str) -> None:
-    """Refuse references that look like paths leaving the vault before any lookup."""
-    if not ref.strip():
-        raise UsageError("empty note reference")
-    looks_like_path = ("/" in ref or "\\" in ref or ref.startswith((".", "~"))
-                       or PurePosixPath(ref).is_absolute() or PureWindowsPath(ref).drive != "")
-    if looks_like_path:
-        store.vault.resolve(ref)  # raises UnsafePath for .., absolute and symlinks out
 
 
 # --- printing --------------------------------------------------------------------------------
@@ -195,7 +183,6 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with open_store(args) as (_, store):
-            check_ref(store, args.ref)
             entry = await store.get(args.ref)
         if args.json:
             print_json(entry.to_dict())
@@ -216,7 +203,6 @@ def cmd_update(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with open_store(args) as (_, store):
-            check_ref(store, args.ref)
             entry = await store.update(args.ref, changes, append_body=args.append)
         if args.json:
             print_json(entry.to_dict())
@@ -230,7 +216,6 @@ def cmd_update(args: argparse.Namespace) -> int:
 def cmd_move(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with open_store(args) as (_, store):
-            check_ref(store, args.ref)
             result: MoveResult = await store.move(args.ref, args.category)
         if args.json:
             print_json(result.to_dict())
@@ -244,7 +229,6 @@ def cmd_move(args: argparse.Namespace) -> int:
 def cmd_backlinks(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with open_store(args) as (_, store):
-            check_ref(store, args.ref)
             result: BacklinkList = await store.backlinks(args.ref)
         if args.json:
             print_json(result.to_dict())
@@ -274,12 +258,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def _run_checked(go: Any) -> int:
-    """`run`, plus our own UsageError raised inside the coroutine (after the store opened),
-    and a reader that stopped early (`brain show X | head`), which is not an error."""
+    """`run`, plus a reader that stopped early (`brain show X | head`): not an error."""
     try:
         return run(go)
-    except UsageError as exc:
-        return fail(str(exc))
     except BrokenPipeError:
         # Python would complain again when flushing stdout at exit; point it at nothing.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
