@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
@@ -217,8 +217,7 @@ async def test_add_tool_run_refuses_bad_input(db: Database) -> None:
             await repo.add_tool_run(s, 999, "c", "t", {}, "ok", None, None, now, 1)
 
 
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None)
 @given(batches=st.lists(st.tuples(st.sampled_from([0, 1]), st.integers(1, 4)),
                         min_size=1, max_size=8))
 def test_seq_is_contiguous_per_conversation_and_turns_come_back_in_order(
