@@ -153,14 +153,16 @@ def cap_content(payload: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> str:
     text = _dumps(payload)
     if len(text) <= limit:
         return text
+    # Each step shrinks the previous one: cutting a cut string again equals cutting the original.
+    smaller: dict[str, Any] = payload
     for str_cap, list_cap in _STEPS:
-        smaller = _shrink(payload, str_cap, list_cap)
+        smaller = _shrink(smaller, str_cap, list_cap)
         smaller["truncated"] = True
         text = _dumps(smaller)
         if len(text) <= limit:
             return text
     # Too many keys even when every value is small: keep the longest preview that fits.
-    full = _dumps(payload)
+    full = _dumps(smaller)[: limit * 2]
     head: dict[str, Any] = {"ok": payload.get("ok", True), "truncated": True}
     lo, hi = 0, len(full)
     while lo < hi:  # the encoded length grows with the prefix length
