@@ -7,7 +7,7 @@ from typing import Any
 from storage import repositories
 from storage.types import CATEGORY_FIELDS, DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES
 from tools import classify_rules
-from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolOutput
+from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 
 MAX_TEXT = 4000
 MAX_NAME = 80
@@ -71,6 +71,8 @@ def _category_fields(category: str, source: dict[str, Any]) -> dict[str, Any]:
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     text: str = args["text"]
+    if not text.strip():
+        raise ToolError("invalid", "text is empty: there is nothing to save")
     hints: dict[str, Any] = dict(args.get("hints") or {})
 
     classified: classify_rules.Classification | None = None

@@ -46,7 +46,12 @@ async def receipts(db: Database, entry_id: str) -> repositories.CaptureRow | Non
 
 async def test_capture_with_confident_hints_files_to_the_category(
         ctx: ToolContext, vault_root: Path, db: Database) -> None:
-    ctx.conversation_id = None
+    async with db.session() as s:
+        conversation = await repositories.get_or_create_conversation(
+            s, "slack:D1:1700000000.000100", "U1", channel="D1", thread_ts="1700000000.000100")
+        turn_id = await repositories.start_turn(s, conversation.id, "Q3 budget ...")
+        await s.commit()
+    ctx.conversation_id, ctx.turn_id = conversation.id, turn_id
     ctx.channel, ctx.thread_ts = "D1", "1700000000.000100"
     text = "Q3 budget: send the draft to finance by Friday"
     ex = await call(ctx, "classify_and_capture", text=text, hints={
@@ -75,6 +80,31 @@ async def test_capture_with_confident_hints_files_to_the_category(
     assert (row.status, row.category, row.path) == ("filed", "projects", data["path"])
     assert row.original_text == text and row.user_id == "U1"
     assert (row.channel, row.thread_ts) == ("D1", "1700000000.000100")
+    assert (row.conversation_id, row.turn_id) == (conversation.id, turn_id)
+
+
+async def test_capture_of_a_person_keeps_people_fields(
+        ctx: ToolContext, vault_root: Path) -> None:
+    ex = await call(ctx, "classify_and_capture", text="Met Ana, she runs ops at Globex", hints={
+        "category": "people", "confidence": 0.9, "name": "Ana", "context": "Runs ops at Globex",
+        "follow_ups": ["Send her the deck"], "tags": ["globex"], "next_action": "not people"})
+    assert ex.status == "ok", ex.content
+    data = ex.output.data if ex.output else {}
+    assert data["path"] == "people/ana.md"
+    assert data["fields"]["context"] == "Runs ops at Globex"
+    assert data["fields"]["follow_ups"] == ["Send her the deck"]
+    assert data["fields"]["tags"] == ["globex"] and "next_action" not in data["fields"]
+
+
+async def test_capture_the_model_sends_to_the_inbox(ctx: ToolContext, db: Database) -> None:
+    ex = await call(ctx, "classify_and_capture", text="hmm",
+                    hints={"category": "inbox", "confidence": 0.95})
+    assert ex.status == "ok", ex.content
+    data = ex.output.data if ex.output else {}
+    assert (data["category"], data["status"]) == ("inbox", "needs_review")
+    assert "suggested_category" not in data
+    row = await receipts(db, data["id"])
+    assert row is not None and row.status == "needs_review"
 
 
 async def test_capture_below_threshold_waits_in_the_inbox(
@@ -118,6 +148,14 @@ async def test_capture_replaces_a_status_the_category_does_not_know(ctx: ToolCon
     assert ex.status == "ok", ex.content
     got = await call(ctx, "get_entry", path=ex.output.data["path"] if ex.output else "")
     assert got.output is not None and got.output.data["status"] == "todo"
+
+
+async def test_blank_text_is_refused_and_nothing_is_written(
+        ctx: ToolContext, vault_root: Path) -> None:
+    ex = await call(ctx, "classify_and_capture", text=" \n\t ")
+    assert ex.status == "error" and ex.error is not None
+    assert ex.error["message"] == "text is empty: there is nothing to save"
+    assert snapshot(vault_root) == {}
 
 
 @settings(max_examples=40, deadline=None,
@@ -301,3 +339,33 @@ async def test_digest_uses_the_injected_digest_maker(ctx: ToolContext) -> None:
     assert ex.status == "ok", ex.content
     assert asked == ["weekly"]
     assert ex.output is not None and ex.output.data["headline"] == "All calm"
+
+
+# ------------------------------------------------------------------ any input, a clear answer
+
+_CLEAR_CODES = {"not_found", "ambiguous", "unsafe_path", "invalid", "invalid_arguments"}
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(min_size=1, max_size=60)
+       | st.sampled_from(['"', "*", "AND", "NEAR(a b)", "a OR", "-x", "^", "'", "name:x",
+                          "col:", "(", "\x00", "  ", "%", "_"]))
+def test_any_search_query_gets_results_or_a_clear_error(sandbox: Sandbox, query: str) -> None:
+    write_note(sandbox.root, "projects/website.md", PROJECT)
+    ex = sandbox.run(execute(sandbox.ctx, "c", "search_entries", {"query": query}))
+    assert ex.status == "ok" or (ex.error or {}).get("code") in _CLEAR_CODES, ex.content
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ref=st.text(min_size=1, max_size=60)
+       | st.sampled_from(["..", "/", "\\", "C:\\x.md", "projects/", "projects/../../x.md",
+                          ".trash/a.md", "~", "e_", "%2e%2e/x", " ", "\x00"]))
+def test_any_reference_gets_a_note_or_a_clear_error(sandbox: Sandbox, ref: str) -> None:
+    write_note(sandbox.root, "projects/website.md", PROJECT)
+    before = snapshot(sandbox.root)
+    for name in ("get_entry", "list_backlinks"):
+        ex = sandbox.run(execute(sandbox.ctx, "c", name, {"path": ref}))
+        assert ex.status == "ok" or (ex.error or {}).get("code") in _CLEAR_CODES, ex.content
+    assert snapshot(sandbox.root) == before
