@@ -75,6 +75,12 @@ _LIST = re.compile(
 _WHATS_ACTIVE = re.compile(
     r"^what(?:'s|\s+is|\s+are)\s+(?:my\s+|the\s+)?(active|open|in\s+(?:my|the)\s+inbox)"
     r"(?:\s+(projects?|people|ideas?|admin|tasks?|notes))?$", re.I)
+# "what are my projects", "who are my people", "what ideas do I have"
+_WHAT_LIST = re.compile(
+    r"^(?:(?:what|which|who)(?:'s|\s+is|\s+are)\s+(?:all\s+)?(?:my|the)\s+"
+    r"(?:(active|open|done|waiting|blocked|todo)\s+)?(projects?|people|ideas?|admin|tasks?|"
+    r"todos?|inbox|notes)|(?:what|which)\s+(projects?|people|ideas?|admin|tasks?|notes)\s+"
+    r"do\s+i\s+have)$", re.I)
 _SEARCH = re.compile(
     r"^(?:find|search(?:\s+for)?|look\s+up|lookup|where\s+is|where's|"
     r"what\s+did\s+i\s+(?:note|write|say|save|jot\s+down)\s+about|"
@@ -177,6 +183,16 @@ def route(text: str, system: str = "", today: date | None = None) -> Route:
         if category:
             args["category"] = category
         args["status"] = _status(what, category)
+        return Route(tool="list_entries", arguments=args)
+
+    match = _WHAT_LIST.match(stripped.rstrip("?!. "))
+    if match:
+        args = {}
+        category = _category(match.group(2) or match.group(3) or "")
+        if category:
+            args["category"] = category
+        if match.group(1):
+            args["status"] = _status(match.group(1), category)
         return Route(tool="list_entries", arguments=args)
 
     match = _SEARCH.match(stripped.rstrip("?"))
