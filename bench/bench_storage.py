@@ -55,7 +55,7 @@ def queries(notes: list[GeneratedNote], count: int = 200, seed: int = 7) -> list
     rng = random.Random(seed)
     out: list[tuple[str, str | None]] = []
     names = [n.name for n in notes]
-    common, rare = WORDS[:60], WORDS[60:]
+    common, rare = list(WORDS[:60]), list(WORDS[60:])
     for _ in range(count * 15 // 100):
         out.append((rng.choice(common), None))
     for _ in range(count * 15 // 100):

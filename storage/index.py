@@ -103,12 +103,16 @@ def query_tokens(query: str) -> list[str]:
     return [t[:MAX_TOKEN_CHARS] for t in _WORD_RE.findall(query or "")][:MAX_QUERY_TOKENS]
 
 
-def fts_expression(tokens: Sequence[str], operator: str = "AND") -> str:
+def fts_terms(tokens: Sequence[str]) -> list[str]:
     """Each word as an FTS5 string; the last one also as a prefix (the user may still type)."""
     parts = [f'"{t}"' for t in tokens]
     if parts and len(tokens[-1]) >= FUZZY_MIN_TOKEN:
         parts[-1] += "*"
-    return f" {operator} ".join(parts)
+    return parts
+
+
+def fts_expression(tokens: Sequence[str], operator: str = "AND") -> str:
+    return f" {operator} ".join(fts_terms(tokens))
 
 
 # --- extraction --------------------------------------------------------------------------------
@@ -485,14 +489,13 @@ class SearchIndex:
 
     # --- reading ------------------------------------------------------------------------------
 
-    async def _generation(self, session: AsyncSession) -> int:
-        value = (await session.execute(
-            text("SELECT generation FROM index_vaults WHERE vault = :v"), {"v": self.key}
-        )).scalar()
-        return int(value or 0)
+    async def _vaults(self, session: AsyncSession) -> tuple[int, bool]:
+        """This vault's generation, and whether it is the only vault in the index."""
+        rows = (await session.execute(text("SELECT vault, generation FROM index_vaults"))).all()
+        mine = [int(g) for v, g in rows if v == self.key]
+        return (mine[0] if mine else 0), len(rows) == len(mine)
 
-    async def _names(self, session: AsyncSession) -> _NameCache:
-        generation = await self._generation(session)
+    async def _names(self, session: AsyncSession, generation: int) -> _NameCache:
         cache = _NAME_CACHES.get(self.key)
         if cache is None or cache.generation != generation:
             result = await session.execute(
@@ -514,9 +517,13 @@ class SearchIndex:
         return sql
 
     def _match(self, core: str, category: str | None, status: str | None,
-               columns: str = TEXT_COLUMNS) -> str:
-        """An FTS5 expression: the user's words in `columns`, within this vault and filters."""
-        parts = [f'meta : "{meta_token("v", self.key)}"']
+               columns: str = TEXT_COLUMNS, *, alone: bool = False) -> str:
+        """An FTS5 expression: the user's words in `columns`, within this vault and filters.
+
+        `alone`: no other vault has rows, so the vault term (a costly intersection with every
+        note) can go.
+        """
+        parts = [] if alone else [f'meta : "{meta_token("v", self.key)}"']
         if category is not None:
             parts.append(f'meta : "{meta_token("c", category)}"')
         if status is not None:
@@ -538,25 +545,48 @@ class SearchIndex:
         return [r[0] for r in result]
 
     async def _fts(self, session: AsyncSession, tokens: Sequence[str], category: str | None,
-                   status: str | None, depth: int) -> tuple[list[int], int, str]:
+                   status: str | None, depth: int, alone: bool) -> tuple[list[int], int, str]:
         """The best `depth` nids, how many notes match in all, and the expression used.
 
         All words must match; when no note has them all, any word may (stopwords aside).
+        Words in very many notes rank by the fields, then the name, then newest first, so
+        bm25 never scores more than RANK_ALL_LIMIT notes.
         """
         core = fts_expression(tokens)
-        expression = self._match(core, category, status)
+        expression = self._match(core, category, status, alone=alone)
         total = await self._count(session, expression)
+        terms: list[str] = []
         if total == 0 and len(tokens) > 1:
-            words = [t for t in tokens if t.lower() not in STOPWORDS] or list(tokens)
-            core = fts_expression(words, "OR")
-            expression = self._match(core, category, status)
+            terms = fts_terms(tokens)
+            terms = [t for t, w in zip(terms, tokens, strict=True)
+                     if w.lower() not in STOPWORDS] or terms
+            core = " OR ".join(terms)
+            expression = self._match(core, category, status, alone=alone)
             total = await self._count(session, expression)
         if total == 0:
             return [], 0, expression
         if total <= RANK_ALL_LIMIT:
             return await self._ranked(session, expression, depth), total, expression
-        ranked = await self._ranked(
-            session, self._match(core, category, status, FIELD_COLUMNS), depth)
+        narrowings = [(core, FIELD_COLUMNS), (core, "name")]
+        if len(terms) > 1:
+            # Rank by the rarer words first (what bm25 would weigh most anyway).
+            counts = [(await self._count(session, self._match(t, category, status,
+                                                              alone=alone)), t) for t in terms]
+            rare: list[str] = []
+            seen_count = 0
+            for count, term in sorted(counts):
+                if seen_count + count > RANK_ALL_LIMIT:
+                    break
+                rare.append(term)
+                seen_count += count
+            if rare:
+                narrowings.insert(0, (" OR ".join(rare), TEXT_COLUMNS))
+        ranked: list[int] = []
+        for narrow_core, columns in narrowings:
+            narrow = self._match(narrow_core, category, status, columns, alone=alone)
+            if await self._count(session, narrow) <= RANK_ALL_LIMIT:
+                ranked = await self._ranked(session, narrow, depth)
+                break
         if len(ranked) < depth:
             newest = await session.execute(text(
                 "SELECT rowid FROM index_fts WHERE index_fts MATCH :q ORDER BY rowid DESC "
@@ -623,17 +653,24 @@ class SearchIndex:
         depth = max(limit * 3, 30)
         sqlite = _has_fts(session)
         expression = ""
+        generation, alone = await self._vaults(session)
         if sqlite:
-            ranked, total, expression = await self._fts(session, tokens, category, status, depth)
+            ranked, total, expression = await self._fts(session, tokens, category, status, depth,
+                                                        alone)
         else:
             ranked, total = await self._like(session, tokens, category, status, depth)
-        names = await self._names(session)
+        names = await self._names(session, generation)
         fuzzy = names.match(" ".join(tokens), category, status)
         fuzzy_ranked = sorted(fuzzy, key=lambda n: -fuzzy[n])[:FUZZY_MAX_MATCHES]
-        # Count fuzzy-only notes once: those the word query did not already match.
+        # Count fuzzy-only notes once: those the word query did not already match. Exact when
+        # the word matches are few; above that, a name with every word exact counts as one of
+        # them (checking thousands of ids would cost more than the search).
         outside = set(fuzzy_ranked) - set(ranked)
         if outside and sqlite and total > len(ranked):
-            outside -= await self._fts_members(session, expression, outside)
+            if total <= RANK_ALL_LIMIT:
+                outside -= await self._fts_members(session, expression, outside)
+            else:
+                outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
         scores: dict[int, float] = {}
         for ranking in (ranked, fuzzy_ranked):
@@ -641,7 +678,8 @@ class SearchIndex:
                 scores[nid] = scores.get(nid, 0.0) + 1.0 / (RRF_K + rank)
         fts_rank = {nid: i for i, nid in enumerate(ranked)}
         order = sorted(scores, key=lambda n: (-scores[n], fts_rank.get(n, depth), -fuzzy.get(n, 0)))
-        return EntryList(await self._summaries(session, order[:limit], scores), total)
+        entries = await self._summaries(session, order[:limit], scores)
+        return EntryList(entries, max(total, len(entries)))
 
     async def list(self, session: AsyncSession, *, category: str | None = None,
                    status: str | None = None, limit: int = 10) -> EntryList:
