@@ -44,6 +44,10 @@ SCENARIOS = [
 ]
 
 
+# The routing step of the two-step alternative offers the tools without the capture hints.
+ROUTE_ONLY: list[ToolSpec] = []
+
+
 def tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
@@ -56,6 +60,7 @@ class Counting:
     name: str = "offline"
     model: str = "rules-v1"
     calls: list[dict[str, int]] = field(default_factory=list)
+    last_system: str = ""
 
     async def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
                        tool_choice: ToolChoice = "auto",
@@ -64,7 +69,25 @@ class Counting:
         history = json.dumps([message_to_dict(m) for m in messages[:-1]])
         self.calls.append({"system": tokens(system), "tools": tokens(tool_json),
                            "history": tokens(history)})
+        self.last_system = system
         return await self.inner.complete(system, messages, tools, tool_choice, options)
+
+
+async def two_step_capture(provider: Counting, system: str, text: str) -> dict[str, object]:
+    """The alternative we did not choose: a routing call that only picks the tool, then a
+    classifier call forcing one tool whose schema (the capture hints) is injected per request.
+    A reply call would follow in a naive loop; we count the two it cannot avoid."""
+    from tools.classify_and_capture import SCHEMA
+
+    before = len(provider.calls)
+    user = [Message(role="user", content=text)]
+    await provider.complete(system, user, ROUTE_ONLY)
+    await provider.complete("Classify the user's thought into the category schema.", user, [],
+                            options=RequestOptions(tool_schema=SCHEMA["properties"]["hints"],
+                                                   tool_name="classify"))
+    calls = provider.calls[before:]
+    return {"llm_calls": len(calls), "system": sum(c["system"] for c in calls),
+            "tools": sum(c["tools"] for c in calls), "history": 0}
 
 
 async def run_size(size: int, workdir: Path) -> list[dict[str, object]]:
@@ -90,6 +113,10 @@ async def run_size(size: int, workdir: Path) -> list[dict[str, object]]:
                 "history": max((c["history"] for c in calls), default=0),
                 "index_s": round(index_s, 1),
             })
+            if scenario == "capture":
+                system = provider.last_system
+                rows.append({"notes": size, "scenario": "capture, two-step alternative",
+                             **await two_step_capture(provider, system, text)})
     finally:
         await brain.close()
     return rows
@@ -107,6 +134,13 @@ def table(rows: list[dict[str, object]]) -> str:
 
 
 async def main() -> None:
+    from tools.registry import tool_specs
+
+    for spec in tool_specs():
+        params = dict(spec["parameters"])
+        if spec["name"] == "classify_and_capture":
+            params = {**params, "properties": {"text": params["properties"]["text"]}}
+        ROUTE_ONLY.append(ToolSpec(spec["name"], spec["description"], params))
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 1000, 10000, 50000])
     args = parser.parse_args()
