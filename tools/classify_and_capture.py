@@ -76,10 +76,18 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     hints: dict[str, Any] = dict(args.get("hints") or {})
 
     classified: classify_rules.Classification | None = None
+    suggested_fields: dict[str, Any] = {}
     if "category" in hints and "confidence" in hints:
         category = str(hints["category"])
         confidence = float(hints["confidence"])
-        suggested_fields: dict[str, Any] = {}
+    elif "category" in hints:
+        # The model chose without saying how sure: the keyword rules vote. Agreement files it;
+        # disagreement sends it to the inbox with the model's choice as the suggestion.
+        classified = classify_rules.classify(text)
+        category = str(hints["category"])
+        agree = classified.category == category
+        confidence = (max(classified.confidence, ctx.confidence_threshold) if agree
+                      else min(classified.confidence, ctx.confidence_threshold - 0.01))
     else:
         classified = classify_rules.classify(text)
         category, confidence = classified.category, float(classified.confidence)

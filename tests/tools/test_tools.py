@@ -142,6 +142,20 @@ async def test_capture_without_hints_uses_the_keyword_classifier(ctx: ToolContex
         assert data["suggested_category"] == expected.category
 
 
+async def test_capture_with_a_category_but_no_confidence_keeps_the_models_choice(
+        ctx: ToolContext) -> None:
+    # The keyword rules say admin here: agreement files it, disagreement asks for review.
+    text = "Pay the electricity bill by Friday"
+    assert classify_rules.classify(text).category == "admin"
+    agreed = await call(ctx, "classify_and_capture", text=text, hints={"category": "admin"})
+    data = agreed.output.data if agreed.output else {}
+    assert data["category"] == "admin" and data["status"] == "filed"
+
+    differs = await call(ctx, "classify_and_capture", text=text, hints={"category": "ideas"})
+    data = differs.output.data if differs.output else {}
+    assert data["category"] == "inbox" and data["suggested_category"] == "ideas"
+
+
 async def test_capture_replaces_a_status_the_category_does_not_know(ctx: ToolContext) -> None:
     ex = await call(ctx, "classify_and_capture", text="Tax return",
                     hints={"category": "admin", "confidence": 0.9, "status": "in progress"})
