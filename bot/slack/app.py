@@ -10,6 +10,9 @@ import asyncio
 import contextlib
 import logging
 import signal
+import statistics
+import time
+from collections import deque
 from typing import Any
 
 from aiohttp import web
@@ -67,6 +70,7 @@ class SlackBot:
         self.settings = settings
         self.client = client or make_client(settings)
         self.runner = SerialRunner()
+        self.ack_ms: deque[float] = deque(maxlen=1000)  # recent request->response times
         self.app = AsyncApp(
             client=self.client,
             signing_secret=settings.slack_signing_secret or "",
@@ -87,12 +91,24 @@ class SlackBot:
         return webapp
 
     async def _handle_slack(self, request: web.Request) -> web.StreamResponse:
+        start = time.perf_counter()
         bolt_request = await to_bolt_request(request)
         bolt_response = await self.app.async_dispatch(bolt_request)
-        return await to_aiohttp_response(bolt_response)
+        response = await to_aiohttp_response(bolt_response)
+        self.ack_ms.append((time.perf_counter() - start) * 1000)
+        return response
+
+    def ack_stats(self) -> dict[str, float]:
+        if not self.ack_ms:
+            return {}
+        ordered = sorted(self.ack_ms)
+        return {"ack_ms_p50": round(statistics.median(ordered), 2),
+                "ack_ms_p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2),
+                "ack_ms_max": round(ordered[-1], 2), "acks": len(ordered)}
 
     async def _health(self, request: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "pending": self.runner.busy})
+        """Liveness for container checks, plus how busy the bot is and how fast it acks."""
+        return web.json_response({"ok": True, "pending": self.runner.busy, **self.ack_stats()})
 
     async def close(self, drain_timeout: float = 30.0) -> None:
         """Finish the work already accepted (acked events must not be lost), then stop."""

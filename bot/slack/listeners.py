@@ -6,6 +6,7 @@ time per thread. Every Web API failure is logged with a reference id, never drop
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -30,6 +31,7 @@ MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 # Message subtypes that still carry a person's words; every other subtype is ignored.
 USER_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 DIGEST_KINDS = ("daily", "weekly")
+CLAIM_ATTEMPTS = 3
 DIGEST_USAGE = ("Usage: `/digest` or `/digest daily` (today), `/digest weekly` (the week), "
                 "`/digest subscribe daily|weekly [HH:MM]`, `/digest off`.")
 
@@ -83,14 +85,14 @@ def register(bot: SlackBot) -> None:
                       action: dict[str, Any]) -> None:
         await ack()
         press = ButtonPress.from_body(body, action)
-        bot.runner.submit(press.key, lambda: handle_move(bot, press))
+        bot.runner.submit(press.key, lambda: guarded(bot, press, handle_move))
 
     @app.action(UNDO_ACTION)
     async def on_undo(ack: Callable[..., Awaitable[Any]], body: dict[str, Any],
                       action: dict[str, Any]) -> None:
         await ack()
         press = ButtonPress.from_body(body, action)
-        bot.runner.submit(press.key, lambda: handle_undo(bot, press))
+        bot.runner.submit(press.key, lambda: guarded(bot, press, handle_undo))
 
     @app.command("/digest")
     async def on_digest(ack: Callable[..., Awaitable[Any]], command: dict[str, Any]) -> None:
@@ -123,19 +125,39 @@ def submit_turn(bot: SlackBot, body: dict[str, Any], event: dict[str, Any], text
 
 
 async def claim(bot: SlackBot, event_id: str) -> bool:
-    """First delivery of this event? Committed at once, so a retry after a restart is seen."""
-    async with bot.brain.db.session() as s:
-        first = await repositories.claim_event(s, event_id)
-        await s.commit()
-    return bool(first)
+    """First delivery of this event? Committed at once, so a retry after a restart is seen.
+
+    When the database stays busy, the event is treated as new: answering a (rare) duplicate
+    is better than dropping what the user sent.
+    """
+    for attempt in range(CLAIM_ATTEMPTS):
+        try:
+            async with bot.brain.db.session() as s:
+                first = await repositories.claim_event(s, event_id)
+                await s.commit()
+            return bool(first)
+        except Exception as exc:  # the driver's "database is locked" and the like
+            if attempt + 1 == CLAIM_ATTEMPTS:
+                log.error("could not record event %s (ref %s), handling it anyway: %s",
+                          event_id, cards.new_ref(), exc)
+                return True
+            await asyncio.sleep(0.2 * (attempt + 1))
+    return True
+
+
+async def in_known_thread(bot: SlackBot, key: str) -> bool:
+    try:
+        async with bot.brain.db.session() as s:
+            return await repositories.get_conversation(s, key) is not None
+    except Exception as exc:
+        log.error("could not look up thread %s (ref %s): %s", key, cards.new_ref(), exc)
+        return False
 
 
 async def run_turn(bot: SlackBot, *, event_id: str, key: str, user_id: str, text: str,
                    channel: str, ts: str, thread_ts: str, known_thread_only: bool) -> None:
-    if known_thread_only:
-        async with bot.brain.db.session() as s:
-            if await repositories.get_conversation(s, key) is None:
-                return  # a thread the bot is not part of
+    if known_thread_only and not await in_known_thread(bot, key):
+        return  # a thread the bot is not part of
     if not await claim(bot, event_id):
         log.info("event %s already handled; skipping the retry", event_id)
         return
@@ -174,8 +196,9 @@ async def after_post(bot: SlackBot, result: Any, channel: str, posted_ts: str) -
                 if row is not None and ex.output.kind == "capture":
                     await repositories.set_capture_message(s, row.id, posted_ts)
                     await s.commit()
-        except StorageError as exc:
-            log.warning("could not record the receipt message of %s: %s", entry_id, exc)
+        except Exception as exc:  # the answer is posted; only the link to it is lost
+            log.warning("could not record the receipt message of %s (ref %s): %s", entry_id,
+                        cards.new_ref(), exc)
             continue
         if ex.output.kind == "move" and row is not None and row.message_ts \
                 and row.message_ts != posted_ts and row.channel == channel:
@@ -273,6 +296,19 @@ class ButtonPress:
         if target is not None and target not in CATEGORIES:
             raise ValueError(f"unknown category {target!r}")
         return value["entry_id"], target
+
+
+async def guarded(bot: SlackBot, press: ButtonPress,
+                  handler: Callable[[SlackBot, ButtonPress], Awaitable[None]]) -> None:
+    """A press that fails unexpectedly still gets an answer the presser can quote."""
+    try:
+        await handler(bot, press)
+    except Exception:
+        ref = cards.new_ref()
+        log.exception("button %s failed (ref %s)", press.action_id, ref)
+        await ephemeral(bot, press.channel, press.user,
+                        f"Sorry, that didn't work (ref {ref}). Nothing was changed.",
+                        press.thread_ts)
 
 
 async def owner_of(bot: SlackBot, entry_id: str, key: str) -> str | None:
