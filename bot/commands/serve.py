@@ -74,10 +74,12 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 
 async def _doctor(settings: Settings, *, offline: bool) -> list[Any]:
-    from bot.slack.doctor import auth_check, token_checks
+    from bot.slack.doctor import Check, auth_check, token_checks
 
     checks = token_checks(settings)
-    if settings.slack_bot_token and not offline:
+    if settings.slack_bot_token and offline:
+        checks.append(Check("Slack auth.test", True, "skipped (--offline)"))
+    elif settings.slack_bot_token:
         checks.append(await auth_check(settings))
     checks.append(_llm_check(settings))
     checks.extend(await _data_checks(settings))

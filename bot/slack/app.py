@@ -28,6 +28,18 @@ from bot.slack.ordering import SerialRunner
 
 log = logging.getLogger(__name__)
 
+
+class _NoTokenSkippedWarning(logging.Filter):
+    """Bolt warns that SLACK_BOT_TOKEN is unused when a client is given; we give the client
+    (for SLACK_API_URL and the retry handler) built from that very token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "will be unused" not in record.getMessage()
+
+
+bolt_log = logging.getLogger("bot.slack.bolt")
+bolt_log.addFilter(_NoTokenSkippedWarning())
+
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/health"
 RATE_LIMIT_RETRIES = 2
@@ -73,6 +85,7 @@ class SlackBot:
         self.ack_ms: deque[float] = deque(maxlen=1000)  # recent request->response times
         self.app = AsyncApp(
             client=self.client,
+            logger=bolt_log,
             signing_secret=settings.slack_signing_secret or "",
             # Ack first; the turn runs after the ack in our own tracked runner.
             process_before_response=False,

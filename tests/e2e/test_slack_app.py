@@ -356,3 +356,58 @@ async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
         await bot.close(drain_timeout=5)
         await brain.close()
         await fake.stop()
+
+
+async def test_with_a_single_owner_others_are_told_and_nothing_is_filed(tmp_path: Path) -> None:
+    fake = await FakeSlack().start()
+    settings = make_settings(tmp_path, fake, BRAIN_OWNER="U0SBOWNER")
+    brain = await brain_module.Brain.start(settings)
+    bot = app_module.SlackBot(brain, settings)
+    server = TestServer(bot.web_app(), host="127.0.0.1")
+    await server.start_server()
+    send = SlackSender(str(server.make_url("/")))
+    try:
+        await send.event(message_event("Call the dentist", ts=DM_TS, event_id="Ev-own"))
+        posts = await fake.wait_for("chat.postMessage")
+        await bot.runner.drain(5)
+        assert "belongs to <@U0SBOWNER>" in json.dumps(posts[0].body["blocks"])
+        assert not any(tmp_path.rglob("*.md"))
+    finally:
+        await send.close()
+        await server.close()
+        await bot.close(drain_timeout=5)
+        await brain.close()
+        await fake.stop()
+
+
+async def test_thread_fix_needs_no_llm_call(tmp_path: Path) -> None:
+    from tests.bot.fake_llm_server import FakeLLMServer
+
+    fake = await FakeSlack().start()
+    llm = FakeLLMServer().start()
+    settings = make_settings(tmp_path, fake, BRAIN_LLM="openai", OPENAI_API_KEY="sk-test",
+                             OPENAI_BASE_URL=llm.openai_base_url)
+    brain = await brain_module.Brain.start(settings)
+    bot = app_module.SlackBot(brain, settings)
+    server = TestServer(bot.web_app(), host="127.0.0.1")
+    await server.start_server()
+    h = Harness(fake, bot, SlackSender(str(server.make_url("/"))), tmp_path)
+    try:
+        await h.file_dm("Project: migrate the wiki, next action draft the plan")
+        calls = len(llm.requests)
+        assert calls >= 1
+        current = vault_files(h.vault)[0].split("/")[0]
+        target = "ideas" if current != "ideas" else "admin"
+        await h.send.event(message_event(f"fix: {target}", ts="1767261720.000300",
+                                         event_id="Ev-fix", thread_ts=DM_TS))
+        await fake.wait_for("chat.postMessage", 2)
+        await h.settle()
+        assert vault_files(h.vault)[0].startswith(f"{target}/")
+        assert len(llm.requests) == calls  # the correction went straight to the move
+    finally:
+        await h.send.close()
+        await server.close()
+        await bot.close(drain_timeout=5)
+        await brain.close()
+        llm.stop()
+        await fake.stop()
