@@ -728,15 +728,41 @@ class SearchIndex:
             "JOIN index_notes n ON n.vault = l.vault AND n.path = l.source_path "
             "WHERE l.vault = :v AND l.target_base = :b ORDER BY l.source_path"),
             {"v": self.key, "b": base})
+        rows = list(links)
+        rows += await self._links_by_name(session, rel, base)
         out: list[Backlink] = []
         seen: set[tuple[str, str]] = set()
-        for source, target_key, line, name in links:
-            if source == rel or resolve_link(target_key, note_keys) != rel:
+        for source, target_key, line, name in rows:
+            if source == rel or (target_key is not None
+                                 and resolve_link(target_key, note_keys) != rel):
                 continue
             if (source, line) not in seen:
                 seen.add((source, line))
                 out.append(Backlink(path=source, name=name, context=line))
         return BacklinkList(target=rel, backlinks=out)
+
+    async def _links_by_name(self, session: AsyncSession, rel: str,
+                             base: str) -> list[tuple[str, None, str, str]]:
+        """`[[Sara Lee]]` for the bot's `people/sara-lee.md` (name: Sara Lee): file names are
+        slugs, so a link by the note's display name counts when no file has that name."""
+        found = await session.execute(text(
+            "SELECT name_key FROM index_notes WHERE vault = :v AND path = :p"),
+            {"v": self.key, "p": rel})
+        name_key = found.scalar()
+        if not name_key or name_key == base:
+            return []
+        taken = await session.execute(text(
+            "SELECT 1 FROM index_notes WHERE vault = :v AND stem_key = :k LIMIT 1"),
+            {"v": self.key, "k": name_key})
+        if taken.first() is not None:
+            return []  # Obsidian would resolve the link to that file
+        links = await session.execute(text(
+            "SELECT l.source_path, l.line, n.name FROM index_links l "
+            "JOIN index_notes n ON n.vault = l.vault AND n.path = l.source_path "
+            "WHERE l.vault = :v AND l.target_base = :k AND l.target_key = :k "
+            "ORDER BY l.source_path"),
+            {"v": self.key, "k": name_key})
+        return [(source, None, line, name) for source, line, name in links]
 
     async def summary(self, session: AsyncSession, *, max_names: int = 5) -> VaultSummary:
         """Counts per category (+ "other"), a few active projects, the inbox size."""

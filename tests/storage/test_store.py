@@ -141,6 +141,18 @@ async def test_backlinks_through_the_store(store: Store, vault: Vault) -> None:
         ("notes/meeting.md", "Met [[Sara]] about the budget.")]
 
 
+async def test_backlinks_by_display_name_for_slugged_notes(store: Store, vault: Vault) -> None:
+    sara = await store.create("people", "Sara Lee", {}, "")  # people/sara-lee.md
+    write(vault, "notes/meeting.md", "Met [[Sara Lee]] today.\n")
+    write(vault, "notes/chat.md", "Ping [[sara-lee|her]].\n")
+    write(vault, "notes/other.md", "See [[Sara]] (someone else).\n")
+    links = await store.backlinks(sara.path)
+    assert [b.path for b in links.backlinks] == ["notes/chat.md", "notes/meeting.md"]
+    # A file that really has the name wins, as in Obsidian.
+    write(vault, "Sara Lee.md", "the other Sara Lee\n")
+    assert [b.path for b in (await store.backlinks(sara.path)).backlinks] == ["notes/chat.md"]
+
+
 async def test_summary_is_small_and_counts(store: Store, vault: Vault) -> None:
     for i in range(8):
         await store.create("projects", f"Project {i}", {}, "")
