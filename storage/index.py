@@ -728,8 +728,7 @@ class SearchIndex:
             "JOIN index_notes n ON n.vault = l.vault AND n.path = l.source_path "
             "WHERE l.vault = :v AND l.target_base = :b ORDER BY l.source_path"),
             {"v": self.key, "b": base})
-        rows = list(links)
-        rows += await self._links_by_name(session, rel, base)
+        rows = [*links, *await self._links_by_name(session, rel, base)]
         out: list[Backlink] = []
         seen: set[tuple[str, str]] = set()
         for source, target_key, line, name in rows:
@@ -742,7 +741,7 @@ class SearchIndex:
         return BacklinkList(target=rel, backlinks=out)
 
     async def _links_by_name(self, session: AsyncSession, rel: str,
-                             base: str) -> list[tuple[str, None, str, str]]:
+                             base: str) -> Sequence[tuple[str, None, str, str]]:
         """`[[Sara Lee]]` for the bot's `people/sara-lee.md` (name: Sara Lee): file names are
         slugs, so a link by the note's display name counts when no file has that name."""
         found = await session.execute(text(
