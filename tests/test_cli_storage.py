@@ -21,9 +21,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.shared import REAL_VAULT as SHARED_REAL_VAULT
+
 REPO = Path(__file__).resolve().parent.parent
 BRAIN = REPO / ".venv" / "bin" / "brain"
-REAL_VAULT = Path("/work/shared/data/real-vault/docs")
+REAL_VAULT = SHARED_REAL_VAULT / "docs"
 ENTRY_KEYS = {"path", "id", "name", "category", "body"}
 SUMMARY_KEYS = {"path", "id", "name", "category", "status", "snippet", "updated"}
 

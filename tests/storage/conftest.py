@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from storage.vault import Vault
-
-REAL_VAULT = Path("/work/shared/data/real-vault")
+from tests.shared import REAL_VAULT
 
 # Hand-written notes as people really write them; reads must never change their bytes.
 ODD_NOTES: dict[str, str] = {

@@ -1,6 +1,6 @@
 """The index over a real Obsidian vault (the Tasks plugin docs), read-only.
 
-Skipped when /work/shared/data/real-vault is absent. The database lives in tmp_path; the vault
+Skipped when ../shared/data/real-vault is absent. The database lives in tmp_path; the vault
 files must come out byte-identical.
 """
 
@@ -15,8 +15,9 @@ import pytest
 from storage.db import Database
 from storage.store import Store
 from storage.vault import Vault
+from tests.shared import REAL_VAULT
 
-REAL = Path("/work/shared/data/real-vault")
+REAL = REAL_VAULT
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="real vault not present")
 
 # (sub-vault, a note that others link to, a note that links to it outside code)
