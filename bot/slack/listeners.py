@@ -59,7 +59,8 @@ def register(bot: SlackBot) -> None:
 
     @app.event("message")
     async def on_message(event: dict[str, Any], body: dict[str, Any], context: Any) -> None:
-        if event.get("subtype") not in USER_SUBTYPES or is_from_a_bot(event):
+        if event.get("subtype") not in USER_SUBTYPES or is_from_a_bot(event) \
+                or not event.get("user"):
             return
         text = (event.get("text") or "").strip()
         if not text:
@@ -74,7 +75,7 @@ def register(bot: SlackBot) -> None:
 
     @app.event("app_mention")
     async def on_mention(event: dict[str, Any], body: dict[str, Any]) -> None:
-        if is_from_a_bot(event):
+        if is_from_a_bot(event) or not event.get("user"):
             return
         text = strip_mentions(event.get("text") or "")
         if text:
