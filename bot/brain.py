@@ -241,11 +241,14 @@ class Brain:
             return result
         return make
 
-    async def digest(self, *, user_id: str, kind: str, store: Store | None = None) -> Any:
-        from bot.digest import make_digest  # the digest engine is optional at import time
+    async def digest(self, *, user_id: str, kind: str, store: Store | None = None,
+                     today: date | None = None, tz: str | None = None) -> Any:
+        """The daily or weekly digest; a scheduled one passes its own day and the user's zone."""
+        from bot.digest import make_digest
 
         return await make_digest(store or self.store_for(user_id), self.db, self.provider,
-                                 user_id, kind, today=self.today(), tz=self.settings.tz)
+                                 user_id, kind, today=today or self.today(),
+                                 tz=tz or self.settings.tz)
 
     async def digest_command(self, *, user_id: str, text: str, channel: str | None = None,
                              tz: str | None = None) -> str:

@@ -13,6 +13,7 @@ import signal
 import statistics
 import time
 from collections import deque
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -93,6 +94,39 @@ class SlackBot:
             raise_error_for_unhandled_request=False,
         )
         listeners.register(self)
+        self.scheduler: Any = None
+        self._scheduler_task: asyncio.Task[None] | None = None
+
+    # -- scheduled digests -----------------------------------------------------------------
+
+    def start_scheduler(self, poll_seconds: float = 60) -> None:
+        """Send subscribed digests as DMs; the first tick at once sends a recently missed one."""
+        from bot.digest import DigestScheduler
+
+        self.scheduler = DigestScheduler(self.brain.db, self.deliver_digest,
+                                         clock=lambda: datetime.now(UTC),
+                                         poll_seconds=poll_seconds)
+        self._scheduler_task = asyncio.create_task(self.scheduler.run())
+
+    async def deliver_digest(self, sub: Any, slot: datetime) -> None:
+        from bot.slack import cards
+
+        digest = await self.brain.digest(user_id=sub.user_id, kind=sub.kind,
+                                         today=slot.date(), tz=sub.tz)
+        msg = cards.digest_message(digest)
+        # A user id as the channel posts in the bot's DM with that user (chat:write).
+        await self.client.chat_postMessage(channel=sub.channel or sub.user_id, text=msg.text,
+                                           blocks=msg.blocks)
+
+    async def user_tz(self, user_id: str) -> str | None:
+        """The user's Slack time zone (users.info), for scheduling in their own morning."""
+        try:
+            info = await self.client.users_info(user=user_id)
+            tz = (info.get("user") or {}).get("tz")
+            return str(tz) if tz else None
+        except Exception as exc:  # a missing scope or a network error: fall back, say so
+            log.warning("users.info for %s failed, using BRAIN_TZ: %s", user_id, exc)
+            return None
 
     # -- HTTP ---------------------------------------------------------------------------------
 
@@ -125,6 +159,10 @@ class SlackBot:
 
     async def close(self, drain_timeout: float = 30.0) -> None:
         """Finish the work already accepted (acked events must not be lost), then stop."""
+        if self.scheduler is not None and self._scheduler_task is not None:
+            self.scheduler.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._scheduler_task, timeout=drain_timeout)
         if not await self.runner.drain(drain_timeout):
             log.error("gave up waiting for %d turns after %.0f s", self.runner.busy,
                       drain_timeout)
@@ -203,6 +241,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
     brain = await Brain.start(settings)
     try:
         bot = SlackBot(brain, settings)
+        bot.start_scheduler()
         if http:
             await serve_http(bot, host, port)
         else:

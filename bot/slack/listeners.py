@@ -410,8 +410,9 @@ async def handle_digest_command(bot: SlackBot, ack: Callable[..., Awaitable[Any]
 
         async def settle() -> None:
             try:
+                tz = await bot.user_tz(user) if words[0] == "subscribe" else None
                 reply = await bot.brain.digest_command(user_id=user, text=text,
-                                                       channel=command.get("channel_id"))
+                                                       channel=command.get("channel_id"), tz=tz)
                 msg = cards.message([cards.section(cards.escape(str(reply)))], str(reply))
             except Exception:
                 msg = _digest_failure()

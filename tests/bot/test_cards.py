@@ -14,6 +14,7 @@ from slack_sdk.models.blocks import SectionBlock
 from bot.slack import cards
 from bot.slack.cards import MessageInvalid, validate_message
 from storage.types import CATEGORIES, FILED_CATEGORIES
+from tests.shared import SLACK_FIXTURES
 from tools.base import ToolOutput
 from tools.registry import Execution
 
@@ -165,9 +166,8 @@ def test_duplicate_block_ids_and_unknown_keys_are_refused() -> None:
 
 
 def test_fixture_card_round_trips(tmp_path: Any) -> None:
-    from pathlib import Path
 
-    fixture = Path("/work/shared/fixtures/slack/payloads/block_actions_button.json")
+    fixture = SLACK_FIXTURES / "payloads" / "block_actions_button.json"
     if not fixture.exists():
         pytest.skip("shared fixtures not present")
     blocks = json.loads(fixture.read_text())["message"]["blocks"]

@@ -2,7 +2,7 @@
 
 Serves `POST /api/<method>` the way slack.com/api does (JSON or form bodies, Bearer token) and
 `POST /hooks/<name>` the way a response_url does. `auth.test` answers with the ids of
-/work/shared/fixtures/slack/payloads/README.md. Failures can be scripted per method
+../shared/fixtures/slack/payloads/README.md. Failures can be scripted per method
 (`fail_next`), e.g. a 429 with Retry-After to exercise the client's retry handler.
 
 Run standalone for manual testing or benchmarks: `python -m tests.e2e.fake_slack --port 8901`.
@@ -44,6 +44,7 @@ class Scripted:
 
 class FakeSlack:
     def __init__(self) -> None:
+        self.user_tz = "Asia/Tokyo"  # what users.info says of every user
         self.calls: list[Call] = []
         self._scripted: dict[str, list[Scripted]] = {}
         self._ts = itertools.count(1)
@@ -57,6 +58,7 @@ class FakeSlack:
     def web_app(self) -> web.Application:
         app = web.Application()
         app.add_routes([web.post("/api/{method}", self._api),
+                        web.get("/api/{method}", self._api),  # e.g. users.info
                         web.post("/hooks/{name}", self._hook)])
         return app
 
@@ -164,6 +166,9 @@ class FakeSlack:
         if method == "chat.update":
             return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
                     "text": body.get("text")}
+        if method == "users.info":
+            return {"ok": True, "user": {"id": body.get("user"), "name": "alex",
+                                         "tz": self.user_tz, "tz_offset": 32400}}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}
         return {"ok": True}

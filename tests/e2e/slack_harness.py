@@ -1,6 +1,6 @@
 """Shared helpers of the Slack end-to-end tests: fixture payloads, signing, an HTTP client.
 
-Requests are built from /work/shared/fixtures/slack/payloads exactly as Slack puts them on the
+Requests are built from ../shared/fixtures/slack/payloads exactly as Slack puts them on the
 wire (payloads/README.md) and signed with slack_sdk's SignatureVerifier.
 """
 
@@ -17,7 +17,9 @@ import aiohttp
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-PAYLOADS = Path("/work/shared/fixtures/slack/payloads")
+from tests.shared import SLACK_FIXTURES
+
+PAYLOADS = SLACK_FIXTURES / "payloads"
 SECRET = "test-signing-secret-0123456789"
 USER = "U0SBUSR01"
 OTHER_USER = "U0SBUSR99"

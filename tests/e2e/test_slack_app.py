@@ -236,6 +236,41 @@ async def test_digest_with_an_unknown_argument_gets_usage_help(slack: Harness) -
     assert slack.fake.calls_to("hook:digest") == []
 
 
+async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
+        slack: Harness) -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from bot.digest import DigestScheduler
+
+    await slack.file_dm()
+    fields = payload("slash_command_digest_weekly.json")
+    fields.update(text="subscribe daily 07:30", response_url=slack.fake.hook_url("sub"))
+    status, _ = await slack.send.command(fields)
+    assert status == 200
+    hooks = await slack.fake.wait_for("hook:sub")
+    await slack.settle()
+    assert "07:30" in hooks[0].body["text"]
+    async with slack.bot.brain.db.session() as s:
+        (sub,) = await repositories.list_subscriptions(s)
+    assert sub.tz == "Asia/Tokyo" and (sub.hour, sub.minute) == (7, 30)  # from users.info
+
+    tokyo = ZoneInfo("Asia/Tokyo")
+    now = datetime(2027, 1, 5, 7, 31, tzinfo=tokyo)  # a minute after the slot, user's time
+    posts_before = len(slack.fake.calls_to("chat.postMessage"))
+    scheduler = DigestScheduler(slack.bot.brain.db, slack.bot.deliver_digest, clock=lambda: now)
+    assert len(await scheduler.tick()) == 1
+    posts = slack.fake.calls_to("chat.postMessage")[posts_before:]
+    assert len(posts) == 1 and posts[0].body["channel"] == DM
+    assert "digest" in posts[0].body["text"].lower()
+    # never twice: the same tick again, and a restarted scheduler, send nothing
+    assert await scheduler.tick() == []
+    restarted = DigestScheduler(slack.bot.brain.db, slack.bot.deliver_digest, clock=lambda: now)
+    assert await restarted.tick() == []
+    assert len(slack.fake.calls_to("chat.postMessage")) == posts_before + 1
+    slack.check_cards()
+
+
 async def test_bad_signature_and_stale_timestamp_are_refused(slack: Harness) -> None:
     event = message_event("hello", ts=DM_TS, event_id="Ev1")
     assert (await slack.send.event(event, secret="wrong-secret"))[0] == 401

@@ -11,8 +11,10 @@ import jsonschema
 import pytest
 import yaml
 
+from tests.shared import SLACK_FIXTURES
+
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = Path("/work/shared/fixtures/slack/manifest.schema.json")
+SCHEMA = SLACK_FIXTURES / "manifest.schema.json"
 
 # Web API method (as the SDK names it) -> the bot scope it needs (None: no scope).
 METHOD_SCOPES: dict[str, str | None] = {
