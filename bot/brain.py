@@ -92,24 +92,21 @@ class Brain:
             await s.commit()
             return row
 
-    async def filed_notes(self, conversation_id: int) -> list[FiledNote]:
-        async with self.db.session() as s:
-            captures = await repositories.captures_for_conversation(s, conversation_id)
-        return [FiledNote(c.path, c.entry_id, _name_of(c)) for c in captures if c.entry_id]
-
     # -- one turn ---------------------------------------------------------------------------
 
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
                      thread_ts: str | None = None) -> TurnResult:
         store = self.store_for(user_id)
-        conv = await self.conversation(conversation_key, user_id, channel=channel,
-                                       thread_ts=thread_ts)
-        filed = await self.filed_notes(conv.id)
+        # One transaction opens the turn: conversation, its filed notes, recent history.
         async with self.db.session() as s:
+            conv = await repositories.get_or_create_conversation(
+                s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
+            captures = await repositories.captures_for_conversation(s, conv.id)
             turn_id = await repositories.start_turn(s, conv.id, text)
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
+        filed = _filed(captures)
         ctx = ToolContext(store=store, db=self.db, user_id=user_id, conversation_id=conv.id,
                           turn_id=turn_id, source=source, channel=channel, thread_ts=thread_ts,
                           confidence_threshold=self.settings.confidence_threshold,
@@ -257,6 +254,10 @@ class Brain:
         reply: str = await digest_command(self.db, user_id, text, channel=channel,
                                           tz=tz or self.settings.tz)
         return reply
+
+
+def _filed(captures: list[repositories.CaptureRow]) -> list[FiledNote]:
+    return [FiledNote(c.path, c.entry_id, _name_of(c)) for c in captures if c.entry_id]
 
 
 def _stored(row: repositories.MessageRow) -> dict[str, Any]:
