@@ -8,23 +8,19 @@ from typing import Any
 import anthropic
 
 from bot.llm.configs import LLMConfig
+from bot.llm.errors import map_sdk_error
 from bot.llm.types import (
-    AuthError,
     BadRequest,
     Completion,
     LLMError,
-    LLMTimeout,
     Message,
     NamedTool,
-    Overloaded,
-    RateLimited,
     RequestOptions,
     StopReason,
     ToolCall,
     ToolChoice,
     ToolResult,
     ToolSpec,
-    Unavailable,
     Usage,
 )
 
@@ -110,33 +106,7 @@ def translate_tool_choice(choice: ToolChoice) -> dict[str, Any]:
 
 
 def map_error(exc: Exception) -> LLMError:
-    request_id = getattr(exc, "request_id", None)
-    message = getattr(exc, "message", None) or str(exc)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return LLMTimeout(f"Anthropic timed out: {message}", request_id=request_id)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return Unavailable(f"Anthropic unreachable: {message}", request_id=request_id)
-    if isinstance(exc, anthropic.RateLimitError):
-        return RateLimited(f"Anthropic rate limit: {message}", request_id=request_id)
-    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
-        return AuthError(f"Anthropic refused the credentials: {message}", request_id=request_id)
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error")
-        kind = error.get("type") if isinstance(error, dict) else None
-        if status in (503, 529) or kind == "overloaded_error":
-            return Overloaded(f"Anthropic overloaded ({status}): {message}",
-                              request_id=request_id)
-        if status >= 500:
-            return Unavailable(f"Anthropic server error ({status}): {message}",
-                               request_id=request_id)
-        if status == 408:
-            return LLMTimeout(f"Anthropic timed out ({status}): {message}",
-                              request_id=request_id)
-        return BadRequest(f"Anthropic rejected the request ({status}): {message}",
-                          request_id=request_id)
-    return Unavailable(f"Anthropic call failed: {message}", request_id=request_id)
+    return map_sdk_error(anthropic, "Anthropic", exc)
 
 
 class AnthropicProvider:

@@ -8,16 +8,12 @@ from typing import Any
 import openai
 
 from bot.llm.configs import LLMConfig
+from bot.llm.errors import map_sdk_error
 from bot.llm.types import (
-    AuthError,
-    BadRequest,
     Completion,
     LLMError,
-    LLMTimeout,
     Message,
     NamedTool,
-    Overloaded,
-    RateLimited,
     RequestOptions,
     StopReason,
     ToolCall,
@@ -102,29 +98,7 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]
 
 
 def map_error(exc: Exception) -> LLMError:
-    """SDK exceptions in our words, keeping the request id."""
-    request_id = getattr(exc, "request_id", None)
-    message = getattr(exc, "message", None) or str(exc)
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeout(f"OpenAI timed out: {message}", request_id=request_id)
-    if isinstance(exc, openai.APIConnectionError):
-        return Unavailable(f"OpenAI unreachable: {message}", request_id=request_id)
-    if isinstance(exc, openai.RateLimitError):
-        return RateLimited(f"OpenAI rate limit: {message}", request_id=request_id)
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return AuthError(f"OpenAI refused the credentials: {message}", request_id=request_id)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        if status in (503, 529):
-            return Overloaded(f"OpenAI overloaded ({status}): {message}", request_id=request_id)
-        if status >= 500:
-            return Unavailable(f"OpenAI server error ({status}): {message}",
-                               request_id=request_id)
-        if status == 408:
-            return LLMTimeout(f"OpenAI timed out ({status}): {message}", request_id=request_id)
-        return BadRequest(f"OpenAI rejected the request ({status}): {message}",
-                          request_id=request_id)
-    return Unavailable(f"OpenAI call failed: {message}", request_id=request_id)
+    return map_sdk_error(openai, "OpenAI", exc)
 
 
 class OpenAIProvider:
