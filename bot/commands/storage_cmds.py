@@ -12,9 +12,11 @@ import os
 import re
 import sys
 import textwrap
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.commands.common import add_common, fail, open_store, print_json, run
+from storage.store import Store
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -131,66 +133,46 @@ def print_entry_list(result: EntryList) -> None:
 
 # --- verbs -----------------------------------------------------------------------------------
 
+def _verb(args: argparse.Namespace, op: Callable[[Store], Awaitable[Any]],
+          show: Callable[[Any], None],
+          as_json: Callable[[Any], Any] = lambda result: result.to_dict()) -> int:
+    """Open the store, run one operation, print the result as text or JSON."""
+    async def go() -> int:
+        async with open_store(args) as (_, store):
+            result = await op(store)
+        if args.json:
+            print_json(as_json(result))
+        else:
+            show(result)
+        return 0
+
+    return _run_checked(go)
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     text = " ".join(args.text).strip()
     if not text:
         return fail("nothing to add: TEXT is empty")
     name = (args.name or "").strip() or title_from_text(text)
-
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            entry = await store.create(args.category, name, {"source": "cli"}, text)
-        if args.json:
-            print_json(entry.to_dict())
-        else:
-            print_entry(entry, body=False)
-        return 0
-
-    return _run_checked(go)
+    return _verb(args, lambda store: store.create(args.category, name, {"source": "cli"}, text),
+                 lambda entry: print_entry(entry, body=False))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            result = await store.list(category=args.category, status=args.status,
-                                      limit=args.limit)
-        if args.json:
-            print_json(result.to_dict())
-        else:
-            print_entry_list(result)
-        return 0
-
-    return _run_checked(go)
+    return _verb(args, lambda store: store.list(category=args.category, status=args.status,
+                                                limit=args.limit), print_entry_list)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not query:
         return fail("nothing to search for: QUERY is empty")
-
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            result = await store.search(query, category=args.category, limit=args.limit)
-        if args.json:
-            print_json(result.to_dict())
-        else:
-            print_entry_list(result)
-        return 0
-
-    return _run_checked(go)
+    return _verb(args, lambda store: store.search(query, category=args.category,
+                                                  limit=args.limit), print_entry_list)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            entry = await store.get(args.ref)
-        if args.json:
-            print_json(entry.to_dict())
-        else:
-            print_entry(entry)
-        return 0
-
-    return _run_checked(go)
+    return _verb(args, lambda store: store.get(args.ref), print_entry)
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -200,61 +182,39 @@ def cmd_update(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if not changes and args.append is None:
         return fail("nothing to update: give key=value pairs and/or --append TEXT")
+    return _verb(args, lambda store: store.update(args.ref, changes, append_body=args.append),
+                 print_entry)
 
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            entry = await store.update(args.ref, changes, append_body=args.append)
-        if args.json:
-            print_json(entry.to_dict())
-        else:
-            print_entry(entry)
-        return 0
 
-    return _run_checked(go)
+def _print_move(result: MoveResult) -> None:
+    print(f"moved {result.old_path} -> {result.new_path} ({result.category})")
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            result: MoveResult = await store.move(args.ref, args.category)
-        if args.json:
-            print_json(result.to_dict())
-        else:
-            print(f"moved {result.old_path} -> {result.new_path} ({result.category})")
-        return 0
+    return _verb(args, lambda store: store.move(args.ref, args.category), _print_move)
 
-    return _run_checked(go)
+
+def _print_backlinks(result: BacklinkList) -> None:
+    print(f"{len(result.backlinks)} note(s) link to {result.target}")
+    for link in result.backlinks:
+        context = textwrap.shorten(link.context, CONTEXT_MAX, placeholder="…")
+        print(f"  {link.path}  ({link.name}): {context}")
 
 
 def cmd_backlinks(args: argparse.Namespace) -> int:
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            result: BacklinkList = await store.backlinks(args.ref)
-        if args.json:
-            print_json(result.to_dict())
-            return 0
-        print(f"{len(result.backlinks)} note(s) link to {result.target}")
-        for link in result.backlinks:
-            context = textwrap.shorten(link.context, CONTEXT_MAX, placeholder="…")
-            print(f"  {link.path}  ({link.name}): {context}")
-        return 0
-
-    return _run_checked(go)
+    return _verb(args, lambda store: store.backlinks(args.ref), _print_backlinks)
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    async def go() -> int:
-        async with open_store(args) as (_, store):
-            stats: RefreshStats = await store.refresh()
-        if args.json:
-            print_json(dataclasses.asdict(stats))
-        else:
-            print(f"indexed {store.vault.root}: added {stats.added}, updated {stats.updated}, "
-                  f"removed {stats.removed}, unchanged {stats.unchanged} "
-                  f"in {stats.seconds:.2f}s")
-        return 0
+    async def reindex(store: Store) -> tuple[str, RefreshStats]:
+        return str(store.vault.root), await store.refresh()
 
-    return _run_checked(go)
+    def show(result: tuple[str, RefreshStats]) -> None:
+        root, stats = result
+        print(f"indexed {root}: added {stats.added}, updated {stats.updated}, "
+              f"removed {stats.removed}, unchanged {stats.unchanged} in {stats.seconds:.2f}s")
+
+    return _verb(args, reindex, show, lambda result: dataclasses.asdict(result[1]))
 
 
 def _run_checked(go: Any) -> int:
