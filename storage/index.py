@@ -676,6 +676,14 @@ class SearchIndex:
         for ranking in (ranked, fuzzy_ranked):
             for rank, nid in enumerate(ranking, start=1):
                 scores[nid] = scores.get(nid, 0.0) + 1.0 / (RRF_K + rank)
+        # A note whose name is exactly the query is what the user means: it goes first.
+        params: dict[str, Any] = {"v": self.key, "q": text_key(query)}
+        where = "n.vault = :v AND n.name_key = :q" + self._filters(category, status, params)
+        for (nid,) in await session.execute(text(f"SELECT n.nid FROM index_notes n WHERE {where}"),
+                                            params):
+            if nid not in scores:
+                total += 1
+            scores[nid] = scores.get(nid, 0.0) + 1.0
         fts_rank = {nid: i for i, nid in enumerate(ranked)}
         order = sorted(scores, key=lambda n: (-scores[n], fts_rank.get(n, depth), -fuzzy.get(n, 0)))
         entries = await self._summaries(session, order[:limit], scores)

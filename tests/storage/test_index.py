@@ -190,6 +190,23 @@ async def test_search_ranks_name_above_body_and_contains_the_word(
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
 
 
+async def test_a_note_named_exactly_as_the_query_comes_first(
+        vault: Vault, db: Database) -> None:
+    index = SearchIndex(vault)
+    # Longer names and bodies repeating the words would win on bm25 alone.
+    write(vault, "a/samples.md", note("Dependencies Samples - Recurring Tasks",
+                                      "recurring tasks " * 20))
+    write(vault, "b/statuses.md", note("Recurring Tasks and Custom Statuses",
+                                       "recurring tasks " * 10))
+    write(vault, "c/recurring.md", note("Recurring Tasks", "How repeating work is set up."))
+    await refreshed(db, index)
+    async with db.session() as s:
+        found = await index.search(s, "recurring tasks")
+        filtered = await index.search(s, "Recurring Tasks", category="ideas")
+    assert found.entries[0].path == "c/recurring.md" and found.total == 3
+    assert filtered.entries == [] and filtered.total == 0  # the boost obeys the filters
+
+
 async def test_search_honours_category_status_and_limit(
         sample: SearchIndex, db: Database) -> None:
     async with db.session() as s:
