@@ -34,6 +34,7 @@ from tools.registry import Execution, execute, tool_specs
 log = logging.getLogger(__name__)
 
 HISTORY_TURNS = 6  # recent whole turns sent with each request
+MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
 USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
 
@@ -107,10 +108,12 @@ class Brain:
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
         filed = _filed(captures)
+        view = message_view(text)
         ctx = ToolContext(store=store, db=self.db, user_id=user_id, conversation_id=conv.id,
                           turn_id=turn_id, source=source, channel=channel, thread_ts=thread_ts,
                           confidence_threshold=self.settings.confidence_threshold,
-                          make_digest=self._digest_maker(store, user_id))
+                          make_digest=self._digest_maker(store, user_id),
+                          message=text, message_view=view)
 
         async def run_call(call: ToolCall) -> Execution:
             return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
@@ -126,7 +129,7 @@ class Brain:
                                        threshold=self.settings.confidence_threshold)
                 history = build_history([[_stored(m) for m in t] for t in stored_turns])
                 outcome = await run_turn(self.provider, system=system, history=history,
-                                         user_text=text, tools=self._specs, execute=run_call,
+                                         user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations)
         except LLMError as exc:
             log.warning("LLM unreachable (%s): %s", exc.kind, exc.message)
@@ -254,6 +257,15 @@ class Brain:
         reply: str = await digest_command(self.db, user_id, text, channel=channel,
                                           tz=tz or self.settings.tz)
         return reply
+
+
+def message_view(text: str) -> str:
+    """What the model sees of a message: all of it, or the start of a long paste."""
+    if len(text) <= MAX_VIEW:
+        return text
+    head = text[:MAX_VIEW].rsplit(" ", 1)[0]
+    return (f"{head} […] ({len(text) - len(head)} more characters not shown; capturing this "
+            "message with this text files all of it)")
 
 
 def _filed(captures: list[repositories.CaptureRow]) -> list[FiledNote]:

@@ -32,6 +32,16 @@ class ToolContext:
     thread_ts: str | None = None
     confidence_threshold: float = 0.6
     make_digest: DigestMaker | None = None
+    # The user's message as sent, and the (shortened) view of it the model saw: capturing
+    # the view files the whole message, so a long paste is never cut to what fit the prompt.
+    message: str | None = None
+    message_view: str | None = None
+
+    def full_text(self, text: str) -> str:
+        if self.message and self.message_view and self.message_view != self.message \
+                and text.strip() == self.message_view.strip():
+            return self.message
+        return text
 
 
 @dataclass(frozen=True)

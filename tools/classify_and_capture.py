@@ -70,7 +70,7 @@ def _category_fields(category: str, source: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    text: str = args["text"]
+    text: str = ctx.full_text(args["text"])
     if not text.strip():
         raise ToolError("invalid", "text is empty: there is nothing to save")
     hints: dict[str, Any] = dict(args.get("hints") or {})

@@ -18,6 +18,7 @@ from typing import Any
 from storage.types import CATEGORIES, DEFAULT_STATUS
 
 MAX_NAME = 60
+MAX_ACTION = 200  # the capture schema's limit for a follow-up
 # Tie-break order, and the order signals are reported in.
 PRIORITY: tuple[str, ...] = ("people", "admin", "projects", "ideas")
 assert set(PRIORITY) <= set(CATEGORIES)
@@ -221,6 +222,8 @@ def classify(text: str, today: date | None = None) -> Classification:
     category = best if scores[best] > 0 else "ideas"  # an unsignalled thought reads as an idea
     action = strip_dates(text.strip().splitlines()[0]) if text.strip() else ""
     action = _LEADING_LABEL.sub("", action)
+    if len(action) > MAX_ACTION:  # a pasted paragraph is no next action; keep its start
+        action = action[:MAX_ACTION - 1].rsplit(" ", 1)[0] + "…"
 
     fields: dict[str, Any] = {}
     if category == "people":

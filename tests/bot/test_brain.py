@@ -139,3 +139,23 @@ async def test_turn_is_stored_whole_with_usage(scripted) -> None:
     turns = await _messages(brain, "cli:t:5")
     assert [m.role for m in turns[-1]] == ["user", "assistant", "tool", "assistant"]
     assert json.loads(turns[-1][2].tool_results[0]["content"])["ok"] is True
+
+
+async def test_a_long_paste_reaches_the_model_shortened_and_is_filed_whole(scripted) -> None:
+    brain, provider = scripted
+    paste = "Offsite notes: " + " ".join(f"point {i} about the agenda." for i in range(400))
+    assert len(paste) > 8000
+
+    def capture_what_you_saw(request):
+        seen = request.messages[-1].content
+        return tools(call("classify_and_capture", {
+            "text": seen, "hints": {"category": "projects", "confidence": 0.9,
+                                    "name": "Offsite notes"}}))
+
+    provider.answers = [capture_what_you_saw]
+    result = await brain.handle(conversation_key="cli:t:long", user_id="u1", text=paste)
+    sent = provider.requests[0].messages[-1].content
+    assert len(sent) < 2200 and "more characters not shown" in sent
+    assert result.executions[0].status == "ok"
+    note = brain.store_for("u1").vault.root / "projects" / "offsite-notes.md"
+    assert paste in note.read_text()  # nothing of the paste is lost
