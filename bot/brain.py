@@ -156,7 +156,6 @@ class Brain:
             await repositories.finish_turn(s, turn_id, outcome.text, status,
                                            outcome.usage.input_tokens,
                                            outcome.usage.output_tokens, outcome.llm_calls)
-            await repositories.touch_conversation(s, conversation_id)
             await s.commit()
 
     async def _outage(self, ctx: ToolContext, text: str, exc: LLMError) -> LoopOutcome:
