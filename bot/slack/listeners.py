@@ -369,15 +369,12 @@ async def handle_undo(bot: SlackBot, press: ButtonPress) -> None:
     if checked is None:
         return
     entry_id, _ = checked
-    trash = getattr(bot.brain, "trash_entry", None)
-    if trash is None:
-        await ephemeral(bot, press.channel, press.user, "Undo is not available in this version.")
-        return
     try:
         async with bot.brain.db.session() as s:
             capture = await repositories.capture_for_entry(s, entry_id)
         name = _capture_name(capture) if capture else entry_id
-        new_path = await trash(user_id=press.user, ref=entry_id, conversation_key=press.key)
+        new_path = await bot.brain.trash_entry(user_id=press.user, ref=entry_id,
+                                               conversation_key=press.key)
     except StorageError as exc:
         await ephemeral(bot, press.channel, press.user, f"Couldn't undo it: {exc.message}",
                         press.thread_ts)
@@ -403,9 +400,6 @@ async def handle_digest_command(bot: SlackBot, ack: Callable[..., Awaitable[Any]
     user = command.get("user_id", "")
     url = command.get("response_url", "")
     if first in ("subscribe", "off", "unsubscribe"):
-        if getattr(bot.brain, "digest_command", None) is None:
-            await ack(text="Digest subscriptions are not available yet. " + DIGEST_USAGE)
-            return
         await ack(text="Updating your digest settings…")
 
         async def settle() -> None:
@@ -423,19 +417,12 @@ async def handle_digest_command(bot: SlackBot, ack: Callable[..., Awaitable[Any]
     if len(words) > 1 or first not in DIGEST_KINDS:
         await ack(text=f"I don't know “{text}”. {DIGEST_USAGE}")
         return
-    if getattr(bot.brain, "digest", None) is None:
-        await ack(text="Digests are not available in this version yet.")
-        return
     await ack(text=f"Working on your {first} digest…")
 
     async def deliver() -> None:
         try:
             digest = await bot.brain.digest(user_id=user, kind=first)
             msg = cards.digest_message(digest)
-        except ImportError:
-            log.exception("digest engine missing")
-            msg = cards.message([cards.section("Digests are not available in this version yet.")],
-                                "Digests are not available in this version yet.")
         except Exception:
             msg = _digest_failure()
         await respond(url, msg)
