@@ -677,10 +677,15 @@ class SearchIndex:
             for rank, nid in enumerate(ranking, start=1):
                 scores[nid] = scores.get(nid, 0.0) + 1.0 / (RRF_K + rank)
         # A note whose name is exactly the query is what the user means: it goes first.
-        params: dict[str, Any] = {"v": self.key, "q": text_key(query)}
-        where = "n.vault = :v AND n.name_key = :q" + self._filters(category, status, params)
-        for (nid,) in await session.execute(text(f"SELECT n.nid FROM index_notes n WHERE {where}"),
-                                            params):
+        # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category
+        # index and scans thousands of rows; by name it is one index probe.
+        named = await session.execute(text(
+            "SELECT nid, category, status FROM index_notes WHERE vault = :v AND name_key = :q"),
+            {"v": self.key, "q": text_key(query)})
+        for nid, note_category, note_status in named:
+            if (category is not None and note_category != category) or \
+                    (status is not None and note_status != status):
+                continue
             if nid not in scores:
                 total += 1
             scores[nid] = scores.get(nid, 0.0) + 1.0
