@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from bot.digest.model import SECTIONS, WORD_LIMITS, CaptureRef, DigestData, NoteRef
 from bot.digest.render import word_count
 from bot.digest.synthesis import offline_digest, output_schema, synthesize
+from bot.llm.anthropic_provider import AnthropicProvider
 from bot.llm.configs import BUILTIN_CONFIGS
 from bot.llm.openai_provider import OpenAIProvider
-from tests.bot.fake_llm_server import FakeLLMServer, error, openai_text
+from tests.bot.fake_llm_server import FakeLLMServer, anthropic_text, error, openai_text
 
 DAY = date(2026, 11, 22)
 PROJECT = NoteRef("e_proj", "Q3 Budget", "projects/q3.md", "projects", "active",
@@ -83,6 +84,20 @@ async def test_request_carries_the_injected_schema(srv: FakeLLMServer) -> None:
     assert "Renew the car insurance today" in digest.text
     assert digest.names == {"e_car": "Car insurance", "e_proj": "Q3 Budget",
                             "e_sara": "Sara", "inbox/odd.md": "Odd thought"}
+
+
+async def test_anthropic_request_carries_the_schema_as_output_config(
+        srv: FakeLLMServer) -> None:
+    srv.script([anthropic_text(json.dumps(daily_answer(people=[item("Ask Sara", "e_bogus")])))])
+    provider = AnthropicProvider(BUILTIN_CONFIGS["anthropic"], api_key="sk-ant-test",
+                                 base_url=srv.anthropic_base_url, timeout=5.0, max_retries=0)
+    digest = await synthesize(DAILY, provider)
+    [body] = srv.bodies("/v1/messages")
+    assert body["output_config"]["format"] == {"type": "json_schema",
+                                               "schema": output_schema("daily")}
+    assert "tools" not in body
+    assert digest.source == "llm" and digest.gaps == ("e_bogus",)
+    assert "Renew the car insurance today" in digest.text and "Ask Sara" not in digest.text
 
 
 async def test_weekly_schema_name(srv: FakeLLMServer) -> None:
