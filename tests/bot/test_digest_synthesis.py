@@ -1,5 +1,5 @@
-"""Digest synthesis through the real openai SDK against the local fake Chat Completions
-server: schema injection, id checks, repair retry, offline fallback, word limits."""
+"""Digest synthesis through the real SDKs against the local fake LLM server (mostly Chat
+Completions): schema injection, id checks, repair retry, offline fallback, word limits."""
 
 from __future__ import annotations
 
