@@ -29,6 +29,7 @@ from storage.types import MoveResult
 from storage.vault import Vault
 from tools import classify_rules
 from tools.base import ToolContext
+from tools.classify_and_capture import write_receipt
 from tools.registry import Execution, execute, tool_specs
 
 log = logging.getLogger(__name__)
@@ -171,13 +172,8 @@ class Brain:
                       "suggested_category": guess.category,
                       "reason": f"LLM unreachable ({exc.kind}): saved without classification"}
             entry = await ctx.store.create("inbox", guess.name, fields, text.strip() + "\n")
-            async with self.db.session() as s:
-                await repositories.add_capture(
-                    s, user_id=ctx.user_id, original_text=text, entry_id=entry.id or "",
-                    path=entry.path, category="inbox", confidence=None, status="needs_review",
-                    conversation_id=ctx.conversation_id, turn_id=ctx.turn_id,
-                    channel=ctx.channel, thread_ts=ctx.thread_ts)
-                await s.commit()
+            await write_receipt(ctx, text, entry.id or "", entry.path, "inbox", None,
+                                "needs_review")
             outcome.text = (f"I can't reach the language model right now ({exc.kind}), so I "
                             f"saved your note to the inbox: {entry.path}. Nothing is lost; "
                             "you can file it later.")

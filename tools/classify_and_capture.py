@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from storage import repositories
 from storage.types import CATEGORY_FIELDS, DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
+
+log = logging.getLogger(__name__)
 
 MAX_TEXT = 4000
 MAX_NAME = 80
@@ -120,27 +123,14 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         status = "filed"
 
     entry = await ctx.store.create(target, name, fields, body)
-    async with ctx.db.session() as session:
-        await repositories.add_capture(
-            session,
-            user_id=ctx.user_id,
-            original_text=text,
-            entry_id=entry.id or "",
-            path=entry.path,
-            category=target,
-            confidence=confidence,
-            status=status,
-            conversation_id=ctx.conversation_id,
-            turn_id=ctx.turn_id,
-            channel=ctx.channel,
-            thread_ts=ctx.thread_ts,
-        )
-        await session.commit()
-
+    receipt = await write_receipt(ctx, text, entry.id or "", entry.path, target, confidence,
+                                   status)
     data: dict[str, Any] = {
         "path": entry.path, "id": entry.id, "name": entry.name, "category": target,
         "confidence": confidence, "status": status,
     }
+    if not receipt:
+        data["receipt"] = "not recorded (the note is saved)"
     if target == "inbox" and category != "inbox":
         data["suggested_category"] = category
     shown = {k: v for k, v in entry.fields.items()
@@ -152,6 +142,24 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     else:
         summary = f"Saved to inbox for review: {entry.name} ({fields['reason']})"
     return ToolOutput(kind="capture", data=data, text=summary)
+
+
+async def write_receipt(ctx: ToolContext, text: str, entry_id: str, path: str, category: str,
+                        confidence: float | None, status: str) -> bool:
+    """The capture's receipt row. The note is already on disk: a failure here is logged, not
+    returned as an error, or the model would capture the thought a second time."""
+    try:
+        async with ctx.db.session() as session:
+            await repositories.add_capture(
+                session, user_id=ctx.user_id, original_text=text, entry_id=entry_id,
+                path=path, category=category, confidence=confidence, status=status,
+                conversation_id=ctx.conversation_id, turn_id=ctx.turn_id,
+                channel=ctx.channel, thread_ts=ctx.thread_ts)
+            await session.commit()
+        return True
+    except Exception:
+        log.exception("capture receipt for %s not recorded", path)
+        return False
 
 
 TOOL = Tool(name="classify_and_capture", description=DESCRIPTION, parameters=SCHEMA, run=run,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,20 @@ async def test_capture_with_a_category_but_no_confidence_keeps_the_models_choice
     differs = await call(ctx, "classify_and_capture", text=text, hints={"category": "ideas"})
     data = differs.output.data if differs.output else {}
     assert data["category"] == "inbox" and data["suggested_category"] == "ideas"
+
+
+async def test_a_failed_receipt_does_not_fail_the_capture(ctx: ToolContext,
+                                                          tmp_path: Path) -> None:
+    # A broken receipts table (a bad migration, someone's hand in the database): the note is
+    # on disk, so the model must hear success, or it would capture the thought twice.
+    with sqlite3.connect(tmp_path / "b.db") as con:
+        con.execute("DROP TABLE captures")
+    ex = await call(ctx, "classify_and_capture", text="Renew passport",
+                    hints={"category": "admin", "confidence": 0.9, "name": "Renew passport"})
+    assert ex.status == "ok", ex.content
+    data = ex.output.data if ex.output else {}
+    assert data["receipt"].startswith("not recorded")
+    assert (ctx.store.vault.root / data["path"]).exists()
 
 
 async def test_capture_replaces_a_status_the_category_does_not_know(ctx: ToolContext) -> None:
