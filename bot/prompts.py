@@ -46,7 +46,9 @@ def system_prompt(*, now: datetime, summary: VaultSummary, filed: Sequence[Filed
     vault = f"The vault has {summary.total} notes" + (f" ({counts})." if counts else ".")
     if summary.active_projects:
         vault += " Active projects include: " + "; ".join(summary.active_projects) + "."
-    if summary.inbox_waiting:
+    if summary.inbox_waiting == 1:
+        vault += " 1 inbox note waits for review."
+    elif summary.inbox_waiting:
         vault += f" {summary.inbox_waiting} inbox notes wait for review."
     parts.append(vault)
     recent = list(filed)[-MAX_FILED:]
