@@ -48,9 +48,9 @@ class Settings(BaseSettings):
         return self.vault_root / user_id
 
     def db_url(self) -> str:
-        if self.database_url:
-            return self.database_url
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'brain.db').resolve()}"
+        from storage.db import default_url  # keeps settings importable without SQLAlchemy
+
+        return self.database_url or default_url(self.data_dir)
 
     @property
     def default_user(self) -> str:

@@ -13,7 +13,7 @@ import signal
 import statistics
 import time
 from collections import deque
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -28,6 +28,8 @@ from bot.config import Settings
 from bot.slack.ordering import SerialRunner
 
 log = logging.getLogger(__name__)
+
+EVENT_MEMORY = timedelta(days=1)
 
 
 class _NoTokenSkippedWarning(logging.Filter):
@@ -96,6 +98,7 @@ class SlackBot:
         listeners.register(self)
         self.scheduler: Any = None
         self._scheduler_task: asyncio.Task[None] | None = None
+        self._prune_task: asyncio.Task[None] | None = None
 
     # -- scheduled digests -----------------------------------------------------------------
 
@@ -107,6 +110,23 @@ class SlackBot:
                                          clock=lambda: datetime.now(UTC),
                                          poll_seconds=poll_seconds)
         self._scheduler_task = asyncio.create_task(self.scheduler.run())
+        self._prune_task = asyncio.create_task(self._prune_hourly())
+
+    async def _prune_hourly(self) -> None:
+        while True:
+            await self.prune_events()
+            await asyncio.sleep(3600)
+
+    async def prune_events(self) -> None:
+        """Forget delivered event ids after a day: Slack's retries end within minutes."""
+        from storage import repositories
+
+        try:
+            async with self.brain.db.session() as s:
+                await repositories.prune_events(s, datetime.now(UTC) - EVENT_MEMORY)
+                await s.commit()
+        except Exception as exc:  # housekeeping: never stops the bot
+            log.warning("pruning processed events failed: %s", exc)
 
     async def deliver_digest(self, sub: Any, slot: datetime) -> None:
         from bot.slack import cards
@@ -159,6 +179,8 @@ class SlackBot:
 
     async def close(self, drain_timeout: float = 30.0) -> None:
         """Finish the work already accepted (acked events must not be lost), then stop."""
+        if self._prune_task is not None:
+            self._prune_task.cancel()
         if self.scheduler is not None and self._scheduler_task is not None:
             self.scheduler.stop()
             with contextlib.suppress(Exception):

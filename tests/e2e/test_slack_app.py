@@ -271,6 +271,24 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
     slack.check_cards()
 
 
+async def test_old_event_ids_are_forgotten_fresh_ones_kept(slack: Harness) -> None:
+    import sqlite3
+
+    db = slack.bot.brain.db
+    async with db.session() as s:
+        assert await repositories.claim_event(s, "EvOld")
+        assert await repositories.claim_event(s, "EvFresh")
+        await s.commit()
+    with sqlite3.connect(slack.data_dir / "brain.db") as con:  # two days pass for EvOld
+        con.execute("UPDATE processed_events SET received_at = datetime('now', '-2 days') "
+                    "WHERE event_id = 'EvOld'")
+    slack.bot.start_scheduler()
+    await asyncio.sleep(0.3)
+    async with db.session() as s:
+        assert await repositories.claim_event(s, "EvOld")  # forgotten: claimable again
+        assert not await repositories.claim_event(s, "EvFresh")  # still known
+
+
 async def test_bad_signature_and_stale_timestamp_are_refused(slack: Harness) -> None:
     event = message_event("hello", ts=DM_TS, event_id="Ev1")
     assert (await slack.send.event(event, secret="wrong-secret"))[0] == 401
