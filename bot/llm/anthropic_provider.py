@@ -22,10 +22,10 @@ from bot.llm.types import (
     ToolResult,
     ToolSpec,
     Usage,
+    requested_tools,
 )
 
 DEFAULT_MAX_TOKENS = 2048
-DEFAULT_TOOL_DESCRIPTION = "Give your answer as the input of this tool."
 MISSING_RESULT = "ERROR: the tool did not complete; no result was recorded."
 _STOP: dict[str, StopReason] = {
     "end_turn": "end_turn", "stop_sequence": "end_turn", "tool_use": "tool_use",
@@ -132,14 +132,8 @@ class AnthropicProvider:
                                 "messages": translate_messages(messages)}
         if system:
             body["system"] = system
-        choice: ToolChoice = tool_choice
-        if options is not None and options.tool_schema is not None:
-            name = options.tool_name or self.config.default_tool_name
-            tools = [ToolSpec(name, options.tool_description or DEFAULT_TOOL_DESCRIPTION,
-                              options.tool_schema)]
-            choice = options.tool_choice or NamedTool(name)
-        elif options is not None and options.tool_choice is not None:
-            choice = options.tool_choice
+        tools, choice = requested_tools(tools, tool_choice, options,
+                                        self.config.default_tool_name)
         if tools:
             body["tools"] = translate_tools(tools)
             body["tool_choice"] = translate_tool_choice(choice)

@@ -21,9 +21,9 @@ from bot.llm.types import (
     ToolSpec,
     Unavailable,
     Usage,
+    requested_tools,
 )
 
-DEFAULT_TOOL_DESCRIPTION = "Give your answer as the arguments of this tool."
 _STOP: dict[str, StopReason] = {
     "stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
     "length": "max_tokens", "content_filter": "refusal",
@@ -119,14 +119,8 @@ class OpenAIProvider:
         """The request body (without config params), for the SDK and for inspection."""
         body: dict[str, Any] = {"model": self.model,
                                 "messages": translate_messages(system, messages)}
-        choice: ToolChoice = tool_choice
-        if options is not None and options.tool_schema is not None:
-            name = options.tool_name or self.config.default_tool_name
-            tools = [ToolSpec(name, options.tool_description or DEFAULT_TOOL_DESCRIPTION,
-                              options.tool_schema)]
-            choice = options.tool_choice or NamedTool(name)
-        elif options is not None and options.tool_choice is not None:
-            choice = options.tool_choice
+        tools, choice = requested_tools(tools, tool_choice, options,
+                                        self.config.default_tool_name)
         if tools:
             body["tools"] = translate_tools(tools)
             body["tool_choice"] = translate_tool_choice(choice)

@@ -85,6 +85,25 @@ class RequestOptions:
     max_tokens: int | None = None
 
 
+DEFAULT_TOOL_DESCRIPTION = "Give your answer as the input of this tool."
+
+
+def requested_tools(tools: list[ToolSpec], tool_choice: ToolChoice,
+                    options: RequestOptions | None,
+                    default_tool_name: str) -> tuple[list[ToolSpec], ToolChoice]:
+    """The tools and tool choice a request really carries once its options apply: an
+    injected tool schema replaces the tools with that one tool, forced unless the options
+    choose otherwise. Every adapter sends what this returns."""
+    if options is not None and options.tool_schema is not None:
+        name = options.tool_name or default_tool_name
+        spec = ToolSpec(name, options.tool_description or DEFAULT_TOOL_DESCRIPTION,
+                        options.tool_schema)
+        return [spec], options.tool_choice or NamedTool(name)
+    if options is not None and options.tool_choice is not None:
+        return tools, options.tool_choice
+    return tools, tool_choice
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str | None
