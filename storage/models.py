@@ -93,6 +93,7 @@ class Turn(Base):
     llm_calls: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    job_id: Mapped[int | None] = mapped_column(Integer, index=True)  # the intake job, if any
 
 
 class Message(Base):
@@ -153,6 +154,7 @@ class Capture(Base):
     message_ts: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    job_id: Mapped[int | None] = mapped_column(Integer, index=True)  # the intake job, if any
 
 
 class ProcessedEvent(Base):
@@ -180,7 +182,34 @@ class DigestSubscription(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class Job(Base):
+    """One unit of work taken in from Slack (migration 0003): recorded before the ack, run by
+    a worker that holds a lease, so a dead process's work is taken up again."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_state_id", "state", "id"),
+        Index("ix_jobs_lane_id", "lane", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), unique=True, index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[str] = mapped_column(String(64))
+    lane: Mapped[str] = mapped_column(String(255))
+    payload: Mapped[Any] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))  # pending | running | done | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    result: Mapped[Any | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
 CORE_TABLES: tuple[str, ...] = (
     "conversations", "turns", "messages", "tool_runs", "captures", "processed_events",
-    "digest_subscriptions",
+    "digest_subscriptions", "jobs",
 )
