@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.index import SearchIndex
+from storage.locks import vault_lock
 from storage.types import (
     BacklinkList,
     Entry,
@@ -67,6 +68,8 @@ class Store:
                     stats = await self.index.refresh(session)
                     await session.commit()
                 _LAST_SCAN[self.index.key] = (time.monotonic(), stats.seconds)
+                if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
+                    self.vault.clean_seen_temp()
                 return stats
             except OperationalError:
                 # Another process wrote the index between our read and our write (SQLite
@@ -120,6 +123,35 @@ class Store:
     async def get(self, ref: str) -> Entry:
         return self.vault.read(await self.resolve(ref))
 
+    async def find_id(self, entry_id: str) -> Entry | None:
+        """The note with this exact id, or None (a retried capture looks for its first try)."""
+        await self._fresh()
+        async with self.db.session() as session:
+            matches = [m for m in await self.index.lookup(session, entry_id)
+                       if m.id == entry_id]
+        if not matches:
+            await self.refresh()  # a file written just before a crash, not indexed yet
+            async with self.db.session() as session:
+                matches = [m for m in await self.index.lookup(session, entry_id)
+                           if m.id == entry_id]
+        if not matches:
+            return None
+        try:
+            return self.vault.read(matches[0].path)
+        except NotFound:
+            return None
+
+    async def _current(self, ref: str) -> str:
+        """`ref`'s path now, under the vault lock: when another process moved the note since
+        the index last looked, the index is refreshed and the note found again by its id."""
+        rel = await self.resolve(ref)
+        if (self.vault.root / rel).is_file():
+            return rel
+        async with self.db.session() as session:
+            known = [m.id for m in await self.index.lookup(session, rel) if m.id]
+        await self.refresh()
+        return await self.resolve(known[0] if known else ref)
+
     async def list(self, *, category: str | None = None, status: str | None = None,
                    limit: int = 10) -> EntryList:
         await self._fresh()
@@ -146,26 +178,31 @@ class Store:
     # --- writing ----------------------------------------------------------------------------
 
     async def create(self, category: str, name: str, fields: dict[str, Any],
-                     body: str) -> Entry:
-        entry = self.vault.create(category, name, fields, body)
+                     body: str, *, entry_id: str | None = None) -> Entry:
+        entry = self.vault.create(category, name, fields, body, entry_id=entry_id)
         await self._touched([entry.path])
         return entry
 
+    # Read-modify-write under the vault lock: the CLI and the bot never overwrite each other.
+
     async def update(self, ref: str, changes: dict[str, Any],
                      append_body: str | None = None) -> Entry:
-        rel = await self.resolve(ref)
-        entry = self.vault.update(rel, changes, append_body)
+        async with vault_lock(self.vault.root):
+            rel = await self._current(ref)
+            entry = self.vault.update(rel, changes, append_body)
         await self._touched([rel, entry.path])
         return entry
 
     async def move(self, ref: str, category: str) -> MoveResult:
-        rel = await self.resolve(ref)
-        result = self.vault.move(rel, category)
+        async with vault_lock(self.vault.root):
+            rel = await self._current(ref)
+            result = self.vault.move(rel, category)
         await self._touched([result.old_path, result.new_path])
         return result
 
     async def trash(self, ref: str) -> str:
-        rel = await self.resolve(ref)
-        trashed = self.vault.trash(rel)
+        async with vault_lock(self.vault.root):
+            rel = await self._current(ref)
+            trashed = self.vault.trash(rel)
         await self._touched([rel])
         return trashed

@@ -1,23 +1,32 @@
 """The markdown files of one vault: read, create, update, move, trash; atomic writes.
 
-Reading never writes. Every write goes through `_write_atomic` (temp file in the same folder,
-then os.replace), so a reader or the mtime-based index never sees half a file.
+Reading never writes. A changed note goes through `_write_atomic` (temp file in the same
+folder, then os.replace) and a new one through `_write_new` (temp file, then a hard link to a
+free name), so a reader, the mtime-based index or a `kill -9` never leaves half a file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
-import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from storage.errors import InvalidValue, NotFound, UnsafePath
+from storage.files import (
+    TEMP_MAX_AGE,
+    TEMP_NAME,
+    clean_temp,
+    relocate,
+    remove_old,
+    write_atomic,
+    write_new,
+)
 from storage.notes import ParsedNote, apply_changes, normalise_scalar, parse_note, render_note
 from storage.paths import resolve_in_vault, slugify
+from storage.text import clean, clean_value
 from storage.types import (
     CATEGORIES,
     CATEGORY_FIELDS,
@@ -96,49 +105,13 @@ def _as_str_list(key: str, value: Any) -> list[str]:
     return items
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via a hidden temp file in the same folder and os.replace."""
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    # Dot prefix: scan() skips the temp file if it ever survives a crash.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _claim(folder: Path, stem: str, suffix: str = ".md") -> Path:
-    """Create an empty file `stem.md`, `stem-2.md`, ... that did not exist (O_EXCL).
-
-    Two writers racing for one name get different names; nothing is overwritten.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(1, _MAX_SUFFIX):
-        path = folder / (f"{stem}{suffix}" if number == 1 else f"{stem}-{number}{suffix}")
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return path
-    raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
-
-
 class Vault:
     def __init__(self, root: Path) -> None:
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
+        # Temp files of ours seen by scan(): a crashed writer's, or one being written now.
+        self.leftovers: list[Path] = []
 
     # --- paths -----------------------------------------------------------------------------
 
@@ -181,6 +154,8 @@ class Vault:
                 continue  # vanished or unreadable: the next scan sees it
             for entry in entries:
                 if entry.name.startswith("."):
+                    if TEMP_NAME.match(entry.name):
+                        self.leftovers.append(Path(entry.path))
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
@@ -228,15 +203,20 @@ class Vault:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def create(self, category: str, name: str, fields: dict[str, Any], body: str) -> Entry:
+    def create(self, category: str, name: str, fields: dict[str, Any], body: str,
+               *, entry_id: str | None = None) -> Entry:
+        """A new note. `entry_id` (else a new random one) lets a retried capture give the
+        note the id the first attempt would have given it, so it can find that one."""
         if category not in CATEGORIES:
             raise InvalidValue(f"unknown category {category!r}; use one of: "
                                f"{', '.join(CATEGORIES)}")
         if not isinstance(name, str) or not name.strip():
             raise InvalidValue("a note needs a name")
-        given = _check_fields(category, fields)
+        name, body = clean(name), clean(body)
+        given = _check_fields(category, clean_value(fields))
         stamp = now_iso()
-        front: dict[str, Any] = {"id": new_id(), "category": category, "name": name.strip()}
+        front: dict[str, Any] = {"id": entry_id or new_id(), "category": category,
+                                 "name": name.strip()}
         for field in CATEGORY_FIELDS[category]:
             front[field] = given[field] if field in given else _default(field, category)
         for field in ("confidence", "source"):
@@ -247,16 +227,12 @@ class Vault:
         for key, value in given.items():
             front.setdefault(key, value)  # id/category/name/created/updated are ours
         text = render_note(front, body)
-        path = _claim(self.root / category, slugify(name))
-        try:
-            _write_atomic(path, text)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            raise
+        path = write_new(self.root / category, slugify(name), text)
         return self._entry(self.relpath(path), parse_note(text))
 
     def update(self, rel: str, changes: dict[str, Any], append_body: str | None = None) -> Entry:
+        changes = clean_value(changes)
+        append_body = clean(append_body) if append_body is not None else None
         path = self._existing(rel)
         text = self._read_strict(path)
         parsed = parse_note(text)
@@ -277,7 +253,7 @@ class Vault:
             return current  # nothing to change: leave the file (and its mtime) alone
         wanted["updated"] = now_iso()
         new_text = apply_changes(text, wanted, append_body=append_body)
-        _write_atomic(path, new_text)
+        write_atomic(path, new_text)
         return self._entry(current.path, parse_note(new_text))
 
     def move(self, rel: str, category: str) -> MoveResult:
@@ -311,16 +287,10 @@ class Vault:
         changes["updated"] = now_iso()
         new_text = apply_changes(text, changes)
         if path.parent == self.root / category:  # already in the folder: fix the fields only
-            _write_atomic(path, new_text)
+            write_atomic(path, new_text)
             return MoveResult(old_rel, old_rel, category, self._entry(old_rel,
                                                                       parse_note(new_text)))
-        target = _claim(self.root / category, slugify(path.stem))
-        try:
-            _write_atomic(target, new_text)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-            raise
+        target = write_new(self.root / category, slugify(path.stem), new_text)
         path.unlink()
         new_rel = self.relpath(target)
         return MoveResult(old_rel, new_rel, category, self._entry(new_rel, parse_note(new_text)))
@@ -343,12 +313,13 @@ class Vault:
         return self._relocate(path, self.resolve(original))
 
     def _relocate(self, path: Path, target: Path) -> str:
-        """Rename `path` to `target` (or `target-2`, ...) without overwriting anything."""
-        claimed = _claim(target.parent, target.stem, target.suffix)
-        try:
-            os.replace(path, claimed)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                claimed.unlink()
-            raise
-        return self.relpath(claimed)
+        return self.relpath(relocate(path, target))
+
+    def clean_temp(self, max_age: float = TEMP_MAX_AGE) -> list[str]:
+        """Remove temp files a killed writer left behind; returns what was removed."""
+        return clean_temp(self.root, self.relpath, max_age)
+
+    def clean_seen_temp(self, max_age: float = TEMP_MAX_AGE) -> list[str]:
+        """Like clean_temp, for the temp files the last scans saw (no walk of its own)."""
+        seen, self.leftovers = self.leftovers, []
+        return remove_old(seen, self.relpath, max_age)

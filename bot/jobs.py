@@ -1,0 +1,271 @@
+"""Durable intake: the journal as the adapters see it, and the worker that runs it.
+
+An adapter records a job (`JobQueue.record`) before it acknowledges the request, so a request
+Slack saw acknowledged is in the database. `Worker` claims jobs with a lease and runs the
+handler registered for their kind; a lease that runs out (the process died) makes the job
+claimable again, here or in another process. Jobs of one lane (a conversation) run one at a
+time, in the order they were recorded, across processes (the claim enforces it).
+
+Handlers make their effects idempotent with `JobContext.result` / `JobContext.remember`: an
+effect already recorded there (a reply posted) is not made again when the job runs twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from storage import journal
+from storage.db import Database
+from storage.journal import JobRow
+
+log = logging.getLogger(__name__)
+
+__all__ = ["JobContext", "JobQueue", "JobRow", "Worker"]
+
+LEASE = timedelta(seconds=60)
+MAX_ATTEMPTS = 5
+JOB_MEMORY = timedelta(days=1)  # finished jobs are kept this long (retries come within minutes)
+
+
+class JobQueue:
+    """The journal over the shared database; no SQL leaves this object."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record(self, *, key: str, kind: str, user_id: str, lane: str,
+                     payload: Any) -> tuple[int, bool]:
+        """Durably record a job (committed on return); False when `key` was seen before."""
+        async with self.db.session() as s:
+            job_id, new = await journal.record(s, key=key, kind=kind, user_id=user_id,
+                                               lane=lane, payload=payload)
+            await s.commit()
+        return job_id, new
+
+    async def claim(self, owner: str, limit: int, lease: timedelta = LEASE) -> list[JobRow]:
+        async with self.db.session() as s:
+            rows = await journal.claim(s, owner, limit=limit, lease=lease)
+            await s.commit()
+        return rows
+
+    async def renew(self, owner: str, job_ids: list[int], lease: timedelta = LEASE) -> int:
+        async with self.db.session() as s:
+            held = await journal.renew(s, owner, job_ids, lease)
+            await s.commit()
+        return held
+
+    async def remember(self, job_id: int, result: dict[str, Any]) -> None:
+        async with self.db.session() as s:
+            await journal.set_result(s, job_id, result)
+            await s.commit()
+
+    async def finish(self, job_id: int, state: str, error: str | None = None) -> None:
+        async with self.db.session() as s:
+            await journal.finish(s, job_id, state, error)
+            await s.commit()
+
+    async def release(self, owner: str, job_ids: list[int]) -> int:
+        async with self.db.session() as s:
+            n = await journal.release(s, owner, job_ids)
+            await s.commit()
+        return n
+
+    async def get(self, job_id: int) -> JobRow | None:
+        async with self.db.session() as s:
+            return await journal.get(s, job_id)
+
+    async def by_key(self, key: str) -> JobRow | None:
+        async with self.db.session() as s:
+            return await journal.by_key(s, key)
+
+    async def counts(self) -> dict[str, int]:
+        async with self.db.session() as s:
+            return await journal.counts(s)
+
+    async def prune(self, memory: timedelta = JOB_MEMORY) -> int:
+        async with self.db.session() as s:
+            n = await journal.prune(s, datetime.now(UTC) - memory)
+            await s.commit()
+        return n
+
+
+@dataclass
+class JobContext:
+    """What a handler gets besides its job: the effects already made, and a way to record
+    one the moment it is made."""
+
+    job: JobRow
+    queue: JobQueue
+    result: dict[str, Any]
+
+    @property
+    def first_attempt(self) -> bool:
+        return self.job.attempts <= 1
+
+    async def remember(self, **effects: Any) -> None:
+        self.result.update(effects)
+        await self.queue.remember(self.job.id, effects)
+
+
+Handler = Callable[[JobContext], Awaitable[None]]
+GiveUp = Callable[[JobContext, str], Awaitable[None]]
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class Worker:
+    """Claims jobs and runs them; one per process is enough (it runs many jobs at once)."""
+
+    def __init__(self, queue: JobQueue, handlers: dict[str, Handler], *,
+                 give_up: GiveUp | None = None, concurrency: int = 64, poll: float = 1.0,
+                 lease: timedelta = LEASE, max_attempts: int = MAX_ATTEMPTS) -> None:
+        self.queue = queue
+        self.handlers = handlers
+        self.give_up = give_up
+        self.concurrency = concurrency
+        self.poll = poll
+        self.lease = lease
+        self.max_attempts = max_attempts
+        self.owner = worker_id()
+        self._wake = asyncio.Event()
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._stopping = False
+        self._loop_task: asyncio.Task[None] | None = None
+        self._renew_task: asyncio.Task[None] | None = None
+        self.done = 0  # jobs finished by this worker (for /health and benchmarks)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop_task = asyncio.create_task(self._loop(), name="jobs:claim")
+        self._renew_task = asyncio.create_task(self._renew_loop(), name="jobs:renew")
+
+    def wake(self) -> None:
+        """New work was recorded by this process: claim now instead of at the next poll."""
+        self._wake.set()
+
+    @property
+    def busy(self) -> int:
+        return len(self._running)
+
+    async def idle(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is running and nothing claimable is left (tests, benchmarks)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if not self._running:
+                counts = await self.queue.counts()
+                if counts["pending"] == 0 and counts["running"] == 0:
+                    return True
+            if deadline is not None and loop.time() >= deadline:
+                return False
+            self.wake()
+            await asyncio.sleep(0.02)
+
+    async def stop(self, drain_timeout: float = 30.0) -> None:
+        """Stop claiming; let running jobs finish within `drain_timeout`; give the rest back
+        (pending again, for the next start or another replica). Never half-done: a job cut
+        off here runs again from its recorded effects."""
+        self._stopping = True
+        self._wake.set()
+        if self._loop_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._loop_task
+        running = list(self._running.values())
+        if running:
+            _, pending = await asyncio.wait(running, timeout=drain_timeout)
+            if pending:
+                log.warning("shutdown: %d job(s) still running after %.0f s; giving them back",
+                            len(pending), drain_timeout)
+                ids = [i for i, t in self._running.items() if t in pending]
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                with contextlib.suppress(Exception):
+                    await self.queue.release(self.owner, ids)
+        if self._renew_task is not None:
+            self._renew_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renew_task
+
+    # -- claiming -----------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            room = self.concurrency - len(self._running)
+            claimed: list[JobRow] = []
+            if room > 0:
+                try:
+                    claimed = await self.queue.claim(self.owner, room, self.lease)
+                except Exception as exc:  # the database is busy or down: try again soon
+                    log.warning("claiming jobs failed: %s", exc)
+            for job in claimed:
+                self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
+            if claimed and len(claimed) == room:
+                continue  # there may be more
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
+
+    async def _renew_loop(self) -> None:
+        interval = max(self.lease.total_seconds() / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            if self._running:
+                try:
+                    await self.queue.renew(self.owner, list(self._running), self.lease)
+                except Exception as exc:
+                    log.warning("renewing job leases failed: %s", exc)
+
+    async def _run(self, job: JobRow) -> None:
+        ctx = JobContext(job, self.queue, dict(job.result or {}))
+        try:
+            if job.attempts > self.max_attempts:
+                await self._give_up(ctx, f"gave up after {job.attempts - 1} attempts")
+                return
+            handler = self.handlers.get(job.kind)
+            if handler is None:
+                await self.queue.finish(job.id, "failed", f"no handler for kind {job.kind!r}")
+                log.error("job %s: no handler for kind %r", job.id, job.kind)
+                return
+            try:
+                await handler(ctx)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
+                              job.attempts)
+                if job.attempts >= self.max_attempts:
+                    await self._give_up(ctx, f"{type(exc).__name__}: {exc}"[:500])
+                else:  # again after the lease runs out, here or elsewhere
+                    return
+                return
+            await self.queue.finish(job.id, "done")
+            self.done += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("job %s: could not record its end; it will run again", job.id)
+        finally:
+            self._running.pop(job.id, None)
+            self._wake.set()  # the lane's next job may be claimable now
+
+    async def _give_up(self, ctx: JobContext, reason: str) -> None:
+        log.error("job %s (%s) failed for good: %s", ctx.job.id, ctx.job.kind, reason)
+        if self.give_up is not None:
+            try:
+                await self.give_up(ctx, reason)
+            except Exception:
+                log.exception("job %s: the give-up handler failed", ctx.job.id)
+        await self.queue.finish(ctx.job.id, "failed", reason)

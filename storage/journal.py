@@ -1,0 +1,195 @@
+"""The intake journal: every unit of work from Slack, recorded before the ack.
+
+A job is pending until a worker claims it with a lease, running while the lease holds, then
+done or failed. A lease that runs out (its process died or hung) makes the job claimable again,
+by any process. Jobs of one lane (a conversation) run one at a time, in the order they were
+recorded, across processes: a job is claimable only when no earlier job of its lane is still
+pending or running.
+
+Every function takes an explicit `AsyncSession`; the caller commits. The claim is a
+compare-and-set (`UPDATE ... WHERE state = <what we read>`), so two claimers never both win;
+on PostgreSQL the candidate rows are read `FOR UPDATE SKIP LOCKED`, so replicas do not queue
+on each other's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from storage.errors import InvalidValue
+from storage.models import Job, utcnow
+
+STATES = ("pending", "running", "done", "failed")
+OPEN_STATES = ("pending", "running")
+
+
+@dataclass(frozen=True)
+class JobRow:
+    id: int
+    key: str
+    kind: str
+    user_id: str
+    lane: str
+    payload: Any
+    state: str
+    attempts: int
+    lease_owner: str | None
+    lease_until: datetime | None
+    result: Any
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+def _row(j: Job) -> JobRow:
+    return JobRow(j.id, j.key, j.kind, j.user_id, j.lane, j.payload, j.state, j.attempts,
+                  j.lease_owner, j.lease_until, j.result, j.error, j.created_at, j.finished_at)
+
+
+async def record(s: AsyncSession, *, key: str, kind: str, user_id: str, lane: str,
+                 payload: Any) -> tuple[int, bool]:
+    """Record a job; (id, True) the first time `key` is seen, (id of the first, False) after.
+
+    The unique key is the dedupe record: a retried delivery finds the job already there.
+    """
+    for name, value in (("key", key), ("kind", kind), ("lane", lane)):
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidValue(f"job {name} must be a non-empty string")
+    existing = await s.scalar(select(Job.id).where(Job.key == key))
+    if existing is not None:
+        return existing, False
+    now = utcnow()
+    job = Job(key=key, kind=kind, user_id=user_id or "", lane=lane, payload=payload,
+              state="pending", attempts=0, created_at=now, updated_at=now)
+    try:
+        async with s.begin_nested():
+            s.add(job)
+    except IntegrityError:  # a concurrent delivery of the same key won
+        found = await s.scalar(select(Job.id).where(Job.key == key))
+        if found is None:
+            raise
+        return found, False
+    return job.id, True
+
+
+def _claimable(now: datetime) -> Any:
+    """Pending, or running under a lease that ran out; and first of its lane."""
+    earlier = aliased(Job)
+    blocked = exists().where(earlier.lane == Job.lane, earlier.id < Job.id,
+                             earlier.state.in_(OPEN_STATES))
+    return and_(or_(Job.state == "pending",
+                    and_(Job.state == "running", Job.lease_until < now)),
+                ~blocked)
+
+
+async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
+                kinds: tuple[str, ...] | None = None) -> list[JobRow]:
+    """Take up to `limit` claimable jobs for `owner`, oldest first; each gets a lease."""
+    if limit <= 0:
+        return []
+    now = utcnow()
+    query = select(Job.id, Job.state, Job.lease_until).where(_claimable(now))
+    if kinds:
+        query = query.where(Job.kind.in_(kinds))
+    query = query.order_by(Job.id).limit(limit)
+    if s.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True, of=Job)
+    candidates = (await s.execute(query)).all()
+    won: list[int] = []
+    for job_id, state, lease_until in candidates:
+        cond = [Job.id == job_id, Job.state == state]
+        if state == "running":
+            cond.append(Job.lease_until == lease_until)
+        result = await s.execute(
+            update(Job).where(*cond).values(
+                state="running", lease_owner=owner, lease_until=now + lease,
+                attempts=Job.attempts + 1, updated_at=now)
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:  # type: ignore[attr-defined]
+            won.append(job_id)
+    if not won:
+        return []
+    rows = await s.scalars(select(Job).where(Job.id.in_(won)).order_by(Job.id)
+                           .execution_options(populate_existing=True))
+    return [_row(j) for j in rows]
+
+
+async def renew(s: AsyncSession, owner: str, job_ids: list[int], lease: timedelta) -> int:
+    """Extend the leases `owner` still holds; returns how many it still holds."""
+    if not job_ids:
+        return 0
+    now = utcnow()
+    result = await s.execute(
+        update(Job).where(Job.id.in_(job_ids), Job.lease_owner == owner,
+                          Job.state == "running")
+        .values(lease_until=now + lease, updated_at=now)
+        .execution_options(synchronize_session=False))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def set_result(s: AsyncSession, job_id: int, result: dict[str, Any]) -> None:
+    """Merge `result` into the job's record of effects already made (e.g. a posted reply)."""
+    current = await s.scalar(select(Job.result).where(Job.id == job_id))
+    merged = {**(current or {}), **result}
+    await s.execute(update(Job).where(Job.id == job_id)
+                    .values(result=merged, updated_at=utcnow())
+                    .execution_options(synchronize_session=False))
+
+
+async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = None) -> None:
+    if state not in ("done", "failed"):
+        raise InvalidValue(f"a job finishes done or failed, not {state!r}")
+    now = utcnow()
+    await s.execute(update(Job).where(Job.id == job_id)
+                    .values(state=state, error=error, lease_owner=None, lease_until=None,
+                            finished_at=now, updated_at=now)
+                    .execution_options(synchronize_session=False))
+
+
+async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
+    """Give claimed jobs back (a clean shutdown before they started): pending again, and the
+    attempt does not count."""
+    if not job_ids:
+        return 0
+    result = await s.execute(
+        update(Job).where(Job.id.in_(job_ids), Job.lease_owner == owner,
+                          Job.state == "running")
+        .values(state="pending", lease_owner=None, lease_until=None,
+                attempts=Job.attempts - 1,
+                updated_at=utcnow())
+        .execution_options(synchronize_session=False))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def get(s: AsyncSession, job_id: int) -> JobRow | None:
+    found = await s.get(Job, job_id, populate_existing=True)
+    return _row(found) if found is not None else None
+
+
+async def by_key(s: AsyncSession, key: str) -> JobRow | None:
+    found = await s.scalar(select(Job).where(Job.key == key)
+                           .execution_options(populate_existing=True))
+    return _row(found) if found is not None else None
+
+
+async def counts(s: AsyncSession) -> dict[str, int]:
+    """Jobs per state (for /health and `brain doctor`)."""
+    rows = await s.execute(select(Job.state, func.count()).group_by(Job.state))
+    out = dict.fromkeys(STATES, 0)
+    for state, n in rows:
+        out[str(state)] = int(n)
+    return out
+
+
+async def prune(s: AsyncSession, older_than: datetime) -> int:
+    """Forget finished jobs older than `older_than` (their dedupe window is long past)."""
+    result = await s.execute(delete(Job).where(Job.state.in_(("done", "failed")),
+                                               Job.finished_at < older_than))
+    return int(result.rowcount)  # type: ignore[attr-defined]
