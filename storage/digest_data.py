@@ -1,7 +1,7 @@
 """Queries behind the digests: notes from the search index, capture receipts, and the
 compare-and-set claim that keeps a scheduled digest from being sent twice.
 
-Read-only over `index_notes` (owned by index.py; refresh the index first) and `captures`.
+Read-only over `index_notes` (owned by storage/index/; refresh the index first) and `captures`.
 Portable SQL only (SQLite and PostgreSQL).
 """
 

@@ -5,7 +5,7 @@ Timestamps: every datetime column is `UTCDateTime`. Callers pass timezone-aware 
 SQLite they are stored as naive UTC text, so text order is time order; on PostgreSQL as
 `timestamptz`.
 
-The search index tables (0002_index, FTS5) are plain DDL owned by `index.py`, not models here.
+The search index tables (0002_index, FTS5) are plain DDL owned by `storage/index/`, not models here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,143 @@
+"""Word search on SQLite: FTS5 with bm25 column weights, filters inside the FTS5 expression.
+
+`index_fts` (migration 0002) is keyed by the note's nid (its rowid); its `meta` column holds
+hashed vault / category / status tokens (extract.meta_token), so a filter never joins per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.index.extract import meta_token
+from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS
+
+# bm25 column weights: name, one_liner, context, next_action, body, meta (filter tokens only).
+BM25_WEIGHTS = (10.0, 5.0, 3.0, 3.0, 1.0, 0.0)
+TEXT_COLUMNS = "{name one_liner context next_action body}"
+FIELD_COLUMNS = "{name one_liner context next_action}"
+# bm25 costs ~2 us per matching note; a word in more notes than this (a stopword, in effect)
+# ranks the notes that have it in a field, then the newest others, so 50k notes stay fast.
+RANK_ALL_LIMIT = 2500
+
+
+@dataclass(frozen=True)
+class WordHits:
+    """The best nids by words (best first), how many notes match in all, and the expression
+    that matched them (to ask later which other notes it matches)."""
+
+    ranked: list[int]
+    total: int
+    expression: str
+
+
+def fts_terms(tokens: Sequence[str]) -> list[str]:
+    """Each word as an FTS5 string; the last one also as a prefix (the user may still type)."""
+    parts = [f'"{t}"' for t in tokens]
+    if parts and len(tokens[-1]) >= PREFIX_MIN_CHARS:
+        parts[-1] += "*"
+    return parts
+
+
+def fts_expression(tokens: Sequence[str], operator: str = "AND") -> str:
+    return f" {operator} ".join(fts_terms(tokens))
+
+
+def match_expression(key: str, core: str, category: str | None, status: str | None,
+                     columns: str = TEXT_COLUMNS, *, alone: bool = False) -> str:
+    """An FTS5 expression: the user's words in `columns`, within this vault and filters.
+
+    `alone`: no other vault has rows, so the vault term (a costly intersection with every
+    note) can go.
+    """
+    parts = [] if alone else [f'meta : "{meta_token("v", key)}"']
+    if category is not None:
+        parts.append(f'meta : "{meta_token("c", category)}"')
+    if status is not None:
+        parts.append(f'meta : "{meta_token("s", status)}"')
+    parts.append(f"{columns} : ({core})")
+    return " AND ".join(parts)
+
+
+async def _count(session: AsyncSession, expression: str) -> int:
+    result = await session.execute(
+        text("SELECT count(*) FROM index_fts WHERE index_fts MATCH :q"), {"q": expression})
+    return int(result.scalar() or 0)
+
+
+async def _ranked(session: AsyncSession, expression: str, depth: int) -> list[int]:
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    result = await session.execute(text(
+        f"SELECT rowid FROM index_fts WHERE index_fts MATCH :q "
+        f"ORDER BY bm25(index_fts, {weights}), rowid LIMIT :k"),
+        {"q": expression, "k": depth})
+    return [r[0] for r in result]
+
+
+async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
+                       category: str | None, status: str | None, depth: int,
+                       alone: bool) -> WordHits:
+    """The best `depth` nids, how many notes match in all, and the expression used.
+
+    All words must match; when no note has them all, any word may (stopwords aside).
+    Words in very many notes rank by the fields, then the name, then newest first, so
+    bm25 never scores more than RANK_ALL_LIMIT notes.
+    """
+    core = fts_expression(tokens)
+    expression = match_expression(key, core, category, status, alone=alone)
+    total = await _count(session, expression)
+    terms: list[str] = []
+    if total == 0 and len(tokens) > 1:
+        terms = fts_terms(tokens)
+        terms = [t for t, w in zip(terms, tokens, strict=True)
+                 if w.lower() not in STOPWORDS] or terms
+        core = " OR ".join(terms)
+        expression = match_expression(key, core, category, status, alone=alone)
+        total = await _count(session, expression)
+    if total == 0:
+        return WordHits([], 0, expression)
+    if total <= RANK_ALL_LIMIT:
+        return WordHits(await _ranked(session, expression, depth), total, expression)
+    narrowings = [(core, FIELD_COLUMNS), (core, "name")]
+    if len(terms) > 1:
+        # Rank by the rarer words first (what bm25 would weigh most anyway).
+        counts = [(await _count(session, match_expression(key, t, category, status,
+                                                          alone=alone)), t) for t in terms]
+        rare: list[str] = []
+        seen_count = 0
+        for count, term in sorted(counts):
+            if seen_count + count > RANK_ALL_LIMIT:
+                break
+            rare.append(term)
+            seen_count += count
+        if rare:
+            narrowings.insert(0, (" OR ".join(rare), TEXT_COLUMNS))
+    ranked: list[int] = []
+    for narrow_core, columns in narrowings:
+        narrow = match_expression(key, narrow_core, category, status, columns, alone=alone)
+        if await _count(session, narrow) <= RANK_ALL_LIMIT:
+            ranked = await _ranked(session, narrow, depth)
+            break
+    if len(ranked) < depth:
+        newest = await session.execute(text(
+            "SELECT rowid FROM index_fts WHERE index_fts MATCH :q ORDER BY rowid DESC "
+            "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
+        seen = set(ranked)
+        ranked += [r[0] for r in newest if r[0] not in seen][:depth - len(ranked)]
+    return WordHits(ranked, total, expression)
+
+
+async def members(session: AsyncSession, hits: WordHits, nids: Iterable[int]) -> set[int]:
+    """Which of `nids` the words match (one rowid-range scan: FTS5 seeks ranges, while
+    `rowid IN (...)` would re-run the match per id)."""
+    ids = set(nids)
+    if not ids:
+        return set()
+    result = await session.execute(text(
+        "SELECT rowid FROM index_fts WHERE index_fts MATCH :q "
+        "AND rowid >= :low AND rowid <= :high"),
+        {"q": hits.expression, "low": min(ids), "high": max(ids)})
+    return {r[0] for r in result} & ids

@@ -1,0 +1,187 @@
+"""Bring a vault's index rows in line with its files: add, update (by hash), remove.
+
+Work out what changed away from the event loop (file I/O, parsing), then write it in the
+caller's transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.errors import StorageError
+from storage.index.extract import IndexedNote, extract_note, indexable
+from storage.types import RefreshStats
+from storage.vault import Vault
+
+_NOTE_COLUMNS = (
+    "nid", "vault", "path", "id", "name", "name_key", "stem_key", "category", "status",
+    "one_liner", "context", "next_action", "due_date", "tags", "body", "frontmatter", "created",
+    "updated", "updated_ts", "mtime_ns", "size", "hash",
+)
+_INSERT_NOTE = text(
+    f"INSERT INTO index_notes ({', '.join(_NOTE_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + c for c in _NOTE_COLUMNS)})"
+)
+_INSERT_FTS = text(
+    "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body, meta) "
+    "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
+)
+_INSERT_LINK = text(
+    "INSERT INTO index_links (vault, source_path, target, target_key, target_base, heading, "
+    "alias, line) VALUES (:vault, :source_path, :target, :target_key, :target_base, :heading, "
+    ":alias, :line)"
+)
+
+Known = dict[str, tuple[int, int, int, str]]  # path -> (mtime_ns, size, nid, hash)
+
+
+def has_fts(session: AsyncSession) -> bool:
+    """FTS5 exists on SQLite only (migration 0002)."""
+    return session.get_bind().dialect.name == "sqlite"
+
+
+@dataclass
+class Plan:
+    """What a refresh will write, worked out away from the event loop."""
+
+    add: list[IndexedNote] = field(default_factory=list)
+    replace: list[tuple[int, IndexedNote]] = field(default_factory=list)  # (old nid, new)
+    touch: list[dict[str, Any]] = field(default_factory=list)  # hash unchanged, new mtime/size
+    remove: list[tuple[int, str]] = field(default_factory=list)  # (nid, path)
+    unchanged: int = 0
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.add or self.replace or self.remove)
+
+
+async def _known(session: AsyncSession, key: str, paths: Sequence[str] | None = None) -> Known:
+    """path -> (mtime_ns, size, nid, hash) of the indexed notes (one query)."""
+    sql = "SELECT path, mtime_ns, size, nid, hash FROM index_notes WHERE vault = :v"
+    params: dict[str, Any] = {"v": key}
+    if paths is not None:
+        if not paths:
+            return {}
+        names = [f"p{i}" for i in range(len(paths))]
+        sql += f" AND path IN ({', '.join(':' + n for n in names)})"
+        params.update(zip(names, paths, strict=True))
+    result = await session.execute(text(sql), params)
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in result}
+
+
+def _plan(vault: Vault, key: str, known: Known, files: Iterable[tuple[str, int, int]],
+          full: bool) -> Plan:
+    """`files` come from Vault.scan or were checked by Vault.resolve already."""
+    plan = Plan()
+    seen: set[str] = set()
+    for rel, mtime_ns, size in files:
+        seen.add(rel)
+        old = known.get(rel)
+        if old is not None and old[0] == mtime_ns and old[1] == size:
+            plan.unchanged += 1
+            continue
+        try:
+            data = (vault.root / rel).read_bytes()
+        except OSError:
+            continue  # vanished or unreadable since the scan; the next refresh sees it
+        if old is not None and hashlib.sha256(data).hexdigest() == old[3]:
+            plan.touch.append({"nid": old[2], "mtime_ns": mtime_ns, "size": size})
+            continue
+        note = extract_note(key, rel, data, mtime_ns, size)
+        if old is None:
+            plan.add.append(note)
+        else:
+            plan.replace.append((old[2], note))
+    if full:
+        plan.remove = [(v[2], p) for p, v in known.items() if p not in seen]
+    return plan
+
+
+def _stat_paths(vault: Vault, rels: Sequence[str]) -> list[tuple[str, int, int]]:
+    files = []
+    for rel in rels:
+        try:
+            info = vault.resolve(rel).stat()
+        except (OSError, StorageError):
+            continue  # gone, or a path that is not ours: nothing to index
+        files.append((rel, info.st_mtime_ns, info.st_size))
+    return files
+
+
+async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
+    top = (await session.execute(text("SELECT max(nid) FROM index_notes"))).scalar()
+    base = int(top or 0)
+    rows = []
+    for offset, note in enumerate(notes, start=1):
+        note.row["nid"] = base + offset
+        rows.append(note.row)
+    await session.execute(_INSERT_NOTE, rows)
+    if has_fts(session):
+        await session.execute(_INSERT_FTS, rows)
+    links = [link for note in notes for link in note.links]
+    if links:
+        await session.execute(_INSERT_LINK, links)
+
+
+async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
+    if plan.changes:
+        # Bump first: this takes the write lock before we read max(nid).
+        await session.execute(
+            text("INSERT INTO index_vaults (vault, generation) VALUES (:v, 1) "
+                 "ON CONFLICT (vault) DO UPDATE SET generation = index_vaults.generation + 1"),
+            {"v": key})
+        gone = [(nid, path) for nid, path in plan.remove]
+        gone += [(nid, note.row["path"]) for nid, note in plan.replace]
+        if gone:
+            nids = [{"nid": nid} for nid, _ in gone]
+            if has_fts(session):
+                await session.execute(text("DELETE FROM index_fts WHERE rowid = :nid"), nids)
+            await session.execute(text("DELETE FROM index_notes WHERE nid = :nid"), nids)
+            await session.execute(
+                text("DELETE FROM index_links WHERE vault = :v AND source_path = :p"),
+                [{"v": key, "p": path} for _, path in gone])
+        fresh = plan.add + [note for _, note in plan.replace]
+        if fresh:
+            await _insert(session, fresh)
+    if plan.touch:
+        await session.execute(
+            text("UPDATE index_notes SET mtime_ns = :mtime_ns, size = :size WHERE nid = :nid"),
+            plan.touch)
+
+
+async def refresh(session: AsyncSession, vault: Vault, key: str) -> RefreshStats:
+    """Bring the rows in line with the files: add, update (by hash), remove."""
+    started = time.perf_counter()
+    known = await _known(session, key)
+
+    def work() -> Plan:
+        return _plan(vault, key, known, vault.scan(), full=True)
+
+    plan = await asyncio.to_thread(work)  # file I/O and parsing off the event loop
+    await _apply(session, key, plan)
+    return RefreshStats(added=len(plan.add), updated=len(plan.replace),
+                        removed=len(plan.remove), unchanged=plan.unchanged,
+                        seconds=time.perf_counter() - started)
+
+
+async def refresh_paths(session: AsyncSession, vault: Vault, key: str, rels: list[str]) -> None:
+    """Re-index just these paths (after our own writes): present -> indexed, gone -> removed."""
+    wanted = list(dict.fromkeys(r for r in rels if indexable(r)))
+    known = await _known(session, key, wanted)
+
+    def work() -> Plan:
+        files = _stat_paths(vault, wanted)
+        plan = _plan(vault, key, known, files, full=False)
+        present = {f[0] for f in files}
+        plan.remove = [(v[2], p) for p, v in known.items() if p not in present]
+        return plan
+
+    await _apply(session, key, await asyncio.to_thread(work))

@@ -1,0 +1,199 @@
+"""`SearchIndex`: one vault's view of the index: refresh, search, list, lookup, backlinks,
+summary. Search fuses word matches (FTS5 on SQLite) with typo-tolerant names (rapidfuzz)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.index import backlinks as _backlinks
+from storage.index import fts5, ranking
+from storage.index import refresh as _refresh
+from storage.index.extract import text_key
+from storage.index.names import FUZZY_MAX_MATCHES, names_for, vault_generation
+from storage.index.words import query_tokens
+from storage.links import link_key
+from storage.types import (
+    CATEGORIES,
+    BacklinkList,
+    EntryList,
+    EntrySummary,
+    RefreshStats,
+    VaultSummary,
+)
+from storage.vault import Vault
+
+MAX_LIMIT = 200
+SNIPPET_CHARS = 140
+_SUMMARY_COLUMNS = (
+    "n.nid, n.path, n.id, n.name, n.category, n.status, n.one_liner, n.next_action, "
+    "n.context, substr(n.body, 1, 400), n.updated"
+)
+
+
+def _filters(category: str | None, status: str | None, params: dict[str, Any]) -> str:
+    sql = ""
+    if category is not None:
+        sql += " AND n.category = :category"
+        params["category"] = category
+    if status is not None:
+        sql += " AND n.status = :status"
+        params["status"] = status
+    return sql
+
+
+class SearchIndex:
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.key = str(vault.root)
+
+    # --- refreshing ---------------------------------------------------------------------------
+
+    async def refresh(self, session: AsyncSession) -> RefreshStats:
+        """Bring the rows in line with the files: add, update (by hash), remove."""
+        return await _refresh.refresh(session, self.vault, self.key)
+
+    async def refresh_paths(self, session: AsyncSession, rels: list[str]) -> None:
+        """Re-index just these paths (after our own writes): present -> indexed, gone -> removed."""
+        await _refresh.refresh_paths(session, self.vault, self.key, rels)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    async def _like(self, session: AsyncSession, tokens: Sequence[str], category: str | None,
+                    status: str | None, depth: int) -> tuple[list[int], int]:
+        """Plain LIKE search for databases without FTS5 (basic, unranked)."""
+        params: dict[str, Any] = {"v": self.key, "k": depth}
+        where = "n.vault = :v" + _filters(category, status, params)
+        for i, token in enumerate(tokens):
+            params[f"t{i}"] = f"%{token.lower()}%"
+            where += (f" AND (lower(n.name) LIKE :t{i} OR lower(n.body) LIKE :t{i}"
+                      f" OR lower(coalesce(n.one_liner, '')) LIKE :t{i})")
+        ranked = await session.execute(text(
+            f"SELECT n.nid FROM index_notes n WHERE {where} ORDER BY n.updated_ts DESC "
+            f"LIMIT :k"), params)
+        total = await session.execute(text(f"SELECT count(*) FROM index_notes n WHERE {where}"),
+                                      params)
+        return [r[0] for r in ranked], int(total.scalar() or 0)
+
+    async def _summaries(self, session: AsyncSession, nids: Sequence[int],
+                         scores: Mapping[int, float] | None = None) -> list[EntrySummary]:
+        if not nids:
+            return []
+        result = await session.execute(text(
+            f"SELECT {_SUMMARY_COLUMNS} FROM index_notes n "
+            f"WHERE n.nid IN ({', '.join(str(int(i)) for i in nids)})"))
+        rows = {r[0]: r for r in result}
+        out = []
+        for nid in nids:
+            r = rows.get(nid)
+            if r is None:
+                continue
+            snippet = r[6] or r[7] or r[8] or " ".join((r[9] or "").split())[:SNIPPET_CHARS]
+            out.append(EntrySummary(path=r[1], id=r[2], name=r[3], category=r[4], status=r[5],
+                                    snippet=snippet or None, updated=r[10],
+                                    score=None if scores is None else scores.get(nid)))
+        return out
+
+    async def search(self, session: AsyncSession, query: str, *, category: str | None = None,
+                     status: str | None = None, limit: int = 10) -> EntryList:
+        """Words (FTS5, bm25) fused with typo-tolerant names (rapidfuzz) by reciprocal rank."""
+        limit = max(0, min(int(limit), MAX_LIMIT))
+        tokens = query_tokens(query if isinstance(query, str) else "")
+        if not tokens:
+            return EntryList([], 0)
+        depth = max(limit * 3, 30)
+        sqlite = _refresh.has_fts(session)
+        generation, alone = await vault_generation(session, self.key)
+        hits: fts5.WordHits | None = None
+        if sqlite:
+            hits = await fts5.search_words(session, self.key, tokens, category, status, depth,
+                                           alone)
+            ranked, total = hits.ranked, hits.total
+        else:
+            ranked, total = await self._like(session, tokens, category, status, depth)
+        names = await names_for(session, self.key, generation)
+        fuzzy = names.match(" ".join(tokens), category, status)
+        fuzzy_ranked = sorted(fuzzy, key=lambda n: -fuzzy[n])[:FUZZY_MAX_MATCHES]
+        # Count fuzzy-only notes once: those the word query did not already match. Exact when
+        # the word matches are few; above that, a name with every word exact counts as one of
+        # them (checking thousands of ids would cost more than the search).
+        outside = set(fuzzy_ranked) - set(ranked)
+        if outside and hits is not None and total > len(ranked):
+            if total <= fts5.RANK_ALL_LIMIT:
+                outside -= await fts5.members(session, hits, outside)
+            else:
+                outside = {nid for nid in outside if fuzzy[nid] < 100.0}
+        total += len(outside)
+        scores = ranking.fuse([ranked, fuzzy_ranked])
+        # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category
+        # index and scans thousands of rows; by name it is one index probe.
+        named = await session.execute(text(
+            "SELECT nid, category, status FROM index_notes WHERE vault = :v AND name_key = :q"),
+            {"v": self.key, "q": text_key(query)})
+        exact = [nid for nid, note_category, note_status in named
+                 if (category is None or note_category == category)
+                 and (status is None or note_status == status)]
+        total += sum(1 for nid in exact if nid not in scores)
+        ranking.boost(scores, exact)
+        order = ranking.order(scores, ranked, fuzzy)
+        entries = await self._summaries(session, order[:limit], scores)
+        return EntryList(entries, max(total, len(entries)))
+
+    async def list(self, session: AsyncSession, *, category: str | None = None,
+                   status: str | None = None, limit: int = 10) -> EntryList:
+        """Newest `updated` first."""
+        limit = max(0, min(int(limit), MAX_LIMIT))
+        params: dict[str, Any] = {"v": self.key, "k": limit}
+        where = "n.vault = :v" + _filters(category, status, params)
+        result = await session.execute(text(
+            f"SELECT n.nid FROM index_notes n WHERE {where} "
+            f"ORDER BY n.updated_ts DESC, n.path LIMIT :k"), params)
+        nids = [r[0] for r in result]
+        total = await session.execute(text(f"SELECT count(*) FROM index_notes n WHERE {where}"),
+                                      params)
+        return EntryList(await self._summaries(session, nids), int(total.scalar() or 0))
+
+    async def lookup(self, session: AsyncSession, ref: str) -> builtins.list[EntrySummary]:
+        """Every note `ref` names exactly: id, path (.md optional), name or file stem."""
+        ref = ref.strip() if isinstance(ref, str) else ""
+        while ref.startswith("./"):
+            ref = ref[2:]
+        if not ref:
+            return []
+        bare = ref[:-3] if ref.lower().endswith(".md") else ref
+        params = {"v": self.key, "ref": ref, "p1": ref, "p2": ref + ".md",
+                  "name": text_key(ref), "stem": link_key(bare)}
+        result = await session.execute(text(
+            "SELECT nid, CASE WHEN id = :ref THEN 0 WHEN path IN (:p1, :p2) THEN 1 "
+            "WHEN name_key = :name THEN 2 ELSE 3 END AS how FROM index_notes "
+            "WHERE vault = :v AND (id = :ref OR path IN (:p1, :p2) OR name_key = :name "
+            "OR stem_key = :stem) ORDER BY how, path"), params)
+        rows = result.all()
+        if any(how <= 1 for _, how in rows):  # an id or a path is exact; names only guess
+            rows = [r for r in rows if r[1] == min(how for _, how in rows)]
+        return await self._summaries(session, [nid for nid, _ in rows])
+
+    async def backlinks(self, session: AsyncSession, rel: str) -> BacklinkList:
+        """Notes linking to `rel`, links resolved now (Obsidian's rule), with the line."""
+        return await _backlinks.backlinks(session, self.key, rel)
+
+    async def summary(self, session: AsyncSession, *, max_names: int = 5) -> VaultSummary:
+        """Counts per category (+ "other"), a few active projects, the inbox size."""
+        result = await session.execute(text(
+            "SELECT category, count(*) FROM index_notes WHERE vault = :v GROUP BY category"),
+            {"v": self.key})
+        counts = {c: 0 for c in CATEGORIES}
+        counts["other"] = 0
+        for category, count in result:
+            counts[category if category in CATEGORIES else "other"] += int(count)
+        active = await session.execute(text(
+            "SELECT name FROM index_notes WHERE vault = :v AND category = 'projects' "
+            "AND status = 'active' ORDER BY updated_ts DESC, path LIMIT :k"),
+            {"v": self.key, "k": max(0, max_names)})
+        return VaultSummary(counts=counts, total=sum(counts.values()),
+                            active_projects=[r[0] for r in active],
+                            inbox_waiting=counts["inbox"])
