@@ -5,9 +5,9 @@ CLI and Slack both come through here, so a thought is filed the same way whereve
 
 from __future__ import annotations
 
+import json
 import logging
 import re
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -16,37 +16,40 @@ from zoneinfo import ZoneInfo
 from bot import corrections
 from bot.config import Settings
 from bot.history import build_history, message_to_dict
+from bot.jobs import JobQueue, JobRow
 from bot.llm.configs import make_provider, select_config
 from bot.llm.offline import OfflineProvider
-from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolResult, ToolSpec, Usage
+from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
 from bot.loop import LoopOutcome, run_turn
 from bot.prompts import FiledNote, system_prompt
-from storage import repositories
+from bot.turns import (
+    TurnResult,
+    direct_move_outcome,
+    kept,
+    message_view,
+    rescue_text,
+    trouble,
+    with_filed_summary,
+)
+from storage import journal, repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.store import Store
 from storage.types import MoveResult
 from storage.vault import Vault
-from tools import classify_rules
+from tools import registry
 from tools.base import ToolContext
-from tools.classify_and_capture import write_receipt
+from tools.classify_and_capture import file_thought
+from tools.move_entry import move_note
 from tools.registry import Execution, execute, tool_specs
 
 log = logging.getLogger(__name__)
 
 HISTORY_TURNS = 6  # recent whole turns sent with each request
-MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
 USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+NO_ANSWER = "I have no answer to that (the model returned nothing); please try again."
 
-
-@dataclass(frozen=True)
-class TurnResult:
-    text: str
-    executions: list[Execution] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    llm_calls: int = 0
-    turn_id: int | None = None
-    outage: str | None = None  # LLMError.kind when the LLM could not be reached
+__all__ = ["Brain", "TurnResult", "message_view"]
 
 
 class Brain:
@@ -56,9 +59,12 @@ class Brain:
         self.db = db
         self.provider = provider
         self.vault_override = vault_override
+        self.jobs = JobQueue(db)  # the durable intake, for adapters that take in work
         self._stores: dict[str, Store] = {}
         self._specs = [ToolSpec(s["name"], s["description"], s["parameters"])
                        for s in tool_specs()]
+        self._terminal = registry.terminal_names()
+        self._parallel = registry.read_only_names()
 
     @classmethod
     async def start(cls, settings: Settings, *, vault_override: Path | None = None,
@@ -98,14 +104,19 @@ class Brain:
 
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
-                     thread_ts: str | None = None) -> TurnResult:
+                     thread_ts: str | None = None, job: JobRow | None = None) -> TurnResult:
+        """One turn. With `job` (the intake job it runs for) it is taken once: a job that
+        runs again gets the turn already taken, and notes its first try filed are found."""
+        if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
+            return TurnResult.from_dict(job.result["turn"])
         store = self.store_for(user_id)
         # One transaction opens the turn: conversation, its filed notes, recent history.
         async with self.db.session() as s:
             conv = await repositories.get_or_create_conversation(
                 s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
             captures = await repositories.captures_for_conversation(s, conv.id)
-            turn_id = await repositories.start_turn(s, conv.id, text)
+            turn_id = await repositories.start_turn(s, conv.id, text,
+                                                    job_id=job.id if job else None)
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
         filed = _filed(captures)
@@ -114,16 +125,24 @@ class Brain:
                           turn_id=turn_id, source=source, channel=channel, thread_ts=thread_ts,
                           confidence_threshold=self.settings.confidence_threshold,
                           make_digest=self._digest_maker(store, user_id),
-                          message=text, message_view=view)
+                          message=text, message_view=view,
+                          job_id=job.id if job else None, job_key=job.key if job else None,
+                          job_attempt=job.attempts if job else 1)
 
         async def run_call(call: ToolCall) -> Execution:
             return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
 
+        outage: str | None = None
+        rescued: str | None = None
         direct = corrections.parse_fix(text)
         try:
             if direct is not None and filed:
                 # "fix: projects" needs no LLM call: move the latest note of this thread.
-                outcome = await _direct_move(run_call, text, filed[-1], direct)
+                note = filed[-1]
+                call = ToolCall(id="direct_fix_1", name="move_entry",
+                                arguments={"path": note.id or note.path,
+                                           "targetCategory": direct})
+                outcome = direct_move_outcome(text, call, await run_call(call))
             else:
                 summary = await store.summary()
                 system = system_prompt(now=self.now(), summary=summary, filed=filed,
@@ -131,20 +150,65 @@ class Brain:
                 history = build_history([[_stored(m) for m in t] for t in stored_turns])
                 outcome = await run_turn(self.provider, system=system, history=history,
                                          user_text=view, tools=self._specs, execute=run_call,
-                                         max_iterations=self.settings.max_iterations)
+                                         max_iterations=self.settings.max_iterations,
+                                         terminal=self._terminal, parallel=self._parallel)
+            reason = None if kept(outcome) else trouble(outcome)
         except LLMError as exc:
-            log.warning("LLM unreachable (%s): %s", exc.kind, exc.message)
-            outcome = await self._outage(ctx, text, exc)
-            await self._finish(conv.id, turn_id, outcome, status="outage")
-            return TurnResult(outcome.text, outcome.executions, outcome.usage,
-                              outcome.llm_calls, turn_id, outage=exc.kind)
-        await self._finish(conv.id, turn_id, outcome, status="ok")
-        return TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
-                          turn_id)
+            log.warning("LLM unreachable (%s) in turn %s", exc.kind, turn_id)
+            outage = exc.kind
+            outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
+            reason = f"the language model is unreachable ({exc.kind})"
+        except Exception:
+            # A bug must not cost the user their thought: log it, and rescue below.
+            log.exception("turn %s failed", turn_id)
+            outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
+            reason = "an internal error"
+        if reason is not None and await looks_like_thought(text):
+            rescued = reason
+            await self._rescue(ctx, text, reason, outcome, outage=outage)
+        elif outage is not None:
+            outcome.text = (f"I can't reach the language model right now ({outage}). "
+                            "That looked like a question or command, so nothing was saved; "
+                            "please try again in a moment.")
+            outcome.messages.append(Message(role="assistant", content=outcome.text))
+        elif reason == "an internal error":
+            outcome.text = "Something went wrong on my side; nothing was saved. Please try again."
+            outcome.messages.append(Message(role="assistant", content=outcome.text))
+        else:
+            outcome.text = with_filed_summary(outcome) or NO_ANSWER
+        result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
+                            turn_id, outage=outage, rescued=rescued)
+        status = "outage" if outage else ("rescued" if rescued else "ok")
+        await self._finish(conv.id, turn_id, outcome, status=status,
+                           job_id=job.id if job else None, result=result)
+        return result
+
+    async def _rescue(self, ctx: ToolContext, text: str, reason: str, outcome: LoopOutcome,
+                      *, outage: str | None) -> None:
+        """File the message to the inbox with the reason; the reply says so plainly."""
+        output = await file_thought(ctx, text, {}, inbox_reason=reason)
+        outcome.executions.append(Execution(
+            call_id="rescue", tool="classify_and_capture", arguments=None, status="ok",
+            output=output, error=None, content=json.dumps({"ok": True, **output.data}),
+            duration_ms=0.0))
+        path = str(output.data.get("path"))
+        if outage is not None:
+            outcome.text = (f"I can't reach the language model right now ({outage}), so I "
+                            f"saved your note to the inbox: {path}. Nothing is lost; "
+                            "you can file it later.")
+        else:
+            outcome.text = rescue_text(reason, path)
+        last = outcome.messages[-1] if outcome.messages else None
+        if last is not None and last.role == "assistant" and not last.tool_calls:
+            outcome.messages[-1] = Message(role="assistant", content=outcome.text)
+        else:
+            outcome.messages.append(Message(role="assistant", content=outcome.text))
 
     async def _finish(self, conversation_id: int, turn_id: int, outcome: LoopOutcome,
-                      *, status: str) -> None:
-        """Store the whole turn at once: messages, tool runs, usage."""
+                      *, status: str, job_id: int | None = None,
+                      result: TurnResult | None = None) -> None:
+        """Store the whole turn at once: messages, tool runs, usage, and for a job the turn's
+        result (in the same transaction: a job never has a finished turn without it)."""
         async with self.db.session() as s:
             await repositories.save_messages(s, conversation_id, turn_id,
                                              [message_to_dict(m) for m in outcome.messages])
@@ -157,41 +221,16 @@ class Brain:
             await repositories.finish_turn(s, turn_id, outcome.text, status,
                                            outcome.usage.input_tokens,
                                            outcome.usage.output_tokens, outcome.llm_calls)
+            if job_id is not None and result is not None:
+                await journal.set_result(s, job_id, {"turn": result.to_dict()})
             await s.commit()
-
-    async def _outage(self, ctx: ToolContext, text: str, exc: LLMError) -> LoopOutcome:
-        """The LLM is unreachable: a thought still goes to the inbox; nothing is lost."""
-        outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
-        if not await _looks_like_thought(text):
-            outcome.text = (f"I can't reach the language model right now ({exc.kind}). "
-                            "That looked like a question or command, so nothing was saved; "
-                            "please try again in a moment.")
-        else:
-            guess = classify_rules.classify(text)
-            fields = {"source": ctx.source, "original_text": text,
-                      "suggested_category": guess.category,
-                      "reason": f"LLM unreachable ({exc.kind}): saved without classification"}
-            entry = await ctx.store.create("inbox", guess.name, fields, text.strip() + "\n")
-            await write_receipt(ctx, text, entry.id or "", entry.path, "inbox", None,
-                                "needs_review")
-            outcome.text = (f"I can't reach the language model right now ({exc.kind}), so I "
-                            f"saved your note to the inbox: {entry.path}. Nothing is lost; "
-                            "you can file it later.")
-        outcome.messages.append(Message(role="assistant", content=outcome.text))
-        return outcome
 
     # -- corrections and buttons -------------------------------------------------------------
 
     async def move_entry(self, *, user_id: str, ref: str, category: str,
                          conversation_key: str | None = None) -> MoveResult:
         """A move from a button: move, mark the receipt fixed, and tell the conversation."""
-        store = self.store_for(user_id)
-        result = await store.move(ref, category)
-        async with self.db.session() as s:
-            if result.entry.id:
-                await repositories.mark_capture(s, result.entry.id, "fixed",
-                                                path=result.new_path, category=category)
-            await s.commit()
+        result = await move_note(self.store_for(user_id), self.db, ref, category)
         if conversation_key:
             await self._record(conversation_key, user_id,
                                f"(pressed the button: move '{result.entry.name}' to {category})",
@@ -254,15 +293,6 @@ class Brain:
         return reply
 
 
-def message_view(text: str) -> str:
-    """What the model sees of a message: all of it, or the start of a long paste."""
-    if len(text) <= MAX_VIEW:
-        return text
-    head = text[:MAX_VIEW].rsplit(" ", 1)[0]
-    return (f"{head} […] ({len(text) - len(head)} more characters not shown; capturing this "
-            "message with this text files all of it)")
-
-
 def _filed(captures: list[repositories.CaptureRow]) -> list[FiledNote]:
     return [FiledNote(c.path, c.entry_id, _name_of(c)) for c in captures if c.entry_id]
 
@@ -277,26 +307,8 @@ def _name_of(capture: repositories.CaptureRow) -> str:
     return text[:60] or capture.path
 
 
-async def _looks_like_thought(text: str) -> bool:
+async def looks_like_thought(text: str) -> bool:
     """Would a model file this? The offline router answers the same question offline."""
     spec = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
     completion = await OfflineProvider().complete("", [Message(role="user", content=text)], spec)
     return any(c.name == "classify_and_capture" for c in completion.tool_calls)
-
-
-async def _direct_move(run_call: Any, text: str, note: FiledNote, category: str) -> LoopOutcome:
-    call = ToolCall(id="direct_fix_1", name="move_entry",
-                    arguments={"path": note.id or note.path, "targetCategory": category})
-    execution: Execution = await run_call(call)
-    outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
-    outcome.messages.append(Message(role="assistant", tool_calls=(call,)))
-    outcome.messages.append(Message(role="tool", tool_results=(
-        ToolResult(call.id, call.name, execution.content, is_error=execution.status != "ok"),)))
-    outcome.executions.append(execution)
-    if execution.output is not None:
-        outcome.text = execution.output.text
-    else:
-        message = (execution.error or {}).get("message", "unknown error")
-        outcome.text = f"I couldn't move that note: {message}"
-    outcome.messages.append(Message(role="assistant", content=outcome.text))
-    return outcome

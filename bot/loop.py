@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from bot.llm.types import (
@@ -27,7 +27,7 @@ from bot.llm.types import (
     ToolSpec,
     Usage,
 )
-from tools.registry import TOOLS, Execution
+from tools.registry import Execution
 
 Executor = Callable[[ToolCall], Awaitable[Execution]]
 
@@ -46,6 +46,7 @@ class LoopOutcome:
     usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
     capped: bool = False
+    stop_reason: str = "end_turn"  # of the last completion ("refusal", "max_tokens", ...)
 
 
 def _call_key(call: ToolCall) -> str:
@@ -61,7 +62,7 @@ def _skipped(call: ToolCall, reason: str) -> Execution:
 
 
 async def _run_round(calls: Sequence[ToolCall], execute: Executor, seen: set[str],
-                     truncated: bool) -> list[Execution]:
+                     truncated: bool, parallel_ok: Collection[str]) -> list[Execution]:
     results: dict[str, Execution] = {}
     parallel: list[ToolCall] = []
     for call in calls:
@@ -72,8 +73,7 @@ async def _run_round(calls: Sequence[ToolCall], execute: Executor, seen: set[str
             results[call.id] = _skipped(call, REPEATED)
         else:
             seen.add(key)
-            tool = TOOLS.get(call.name)
-            if tool is not None and tool.read_only:
+            if call.name in parallel_ok:
                 parallel.append(call)
     if parallel:
         done = await asyncio.gather(*(execute(c) for c in parallel))
@@ -90,11 +90,9 @@ def _rendered(e: Execution) -> str:
     return e.output.text + (f" [{path}]" if path and path not in e.output.text else "")
 
 
-def _ends_turn(executions: Sequence[Execution]) -> bool:
-    return bool(executions) and all(
-        e.status == "ok" and (tool := TOOLS.get(e.tool)) is not None and tool.terminal
-        for e in executions
-    )
+def _ends_turn(executions: Sequence[Execution], terminal: Collection[str]) -> bool:
+    return bool(executions) and all(e.status == "ok" and e.tool in terminal
+                                    for e in executions)
 
 
 async def run_turn(
@@ -107,7 +105,11 @@ async def run_turn(
     execute: Executor,
     max_iterations: int = 8,
     first_tool_choice: ToolChoice = "auto",
+    terminal: Collection[str] = (),
+    parallel: Collection[str] = (),
 ) -> LoopOutcome:
+    """One turn. `terminal`: tools whose successful result ends the turn (it renders itself);
+    `parallel`: read-only tools that may run concurrently within a round."""
     user = Message(role="user", content=user_text)
     outcome = LoopOutcome(text="", messages=[user])
     seen: set[str] = set()
@@ -118,6 +120,7 @@ async def run_turn(
                                              tool_list, choice)
         outcome.llm_calls += 1
         outcome.usage = outcome.usage + completion.usage
+        outcome.stop_reason = completion.stop_reason
         return completion
 
     for iteration in range(max_iterations):
@@ -131,12 +134,13 @@ async def run_turn(
         outcome.messages.append(Message(role="assistant", content=completion.text or None,
                                         tool_calls=calls))
         executions = await _run_round(calls, execute, seen,
-                                      truncated=completion.stop_reason == "max_tokens")
+                                      truncated=completion.stop_reason == "max_tokens",
+                                      parallel_ok=parallel)
         outcome.executions.extend(executions)
         outcome.messages.append(Message(role="tool", tool_results=tuple(
             ToolResult(e.call_id, e.tool, e.content, is_error=e.status != "ok")
             for e in executions)))
-        if _ends_turn(executions):
+        if _ends_turn(executions, terminal):
             # The result renders itself; the stored reply keeps path and confidence so the
             # next turn (and `brain log`) can see where the note went.
             outcome.text = "\n".join(_rendered(e) for e in executions)
@@ -148,6 +152,7 @@ async def run_turn(
     # Iteration cap: one last call with tools disabled.
     outcome.capped = True
     completion = await ask("none", system + "\n\n" + CAP_NOTE)
-    outcome.text = (completion.text or "").strip() or "I could not finish that within my tool budget."
+    outcome.text = ((completion.text or "").strip()
+                    or "I could not finish that within my tool budget.")
     outcome.messages.append(Message(role="assistant", content=outcome.text))
     return outcome

@@ -65,10 +65,11 @@ class Conversation(Base):
     __tablename__ = "conversations"
     __table_args__ = (
         Index("ix_conversations_user_updated", "user_id", "updated_at"),
+        Index("ix_conversations_thread", "channel", "thread_ts"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    # slack:<channel>:<thread_ts> or cli:<user>:<uuid>
+    # slack:<channel>:<thread_ts>:<user> (one per person in a thread) or cli:<user>:<uuid>
     key: Mapped[str] = mapped_column(String(255), unique=True, index=True)
     user_id: Mapped[str] = mapped_column(String(64))
     channel: Mapped[str | None] = mapped_column(String(64))

@@ -236,6 +236,14 @@ async def get_or_create_conversation(s: AsyncSession, key: str, user_id: str,
     return created
 
 
+async def thread_known(s: AsyncSession, channel: str, thread_ts: str) -> bool:
+    """Has anyone talked with the bot in this Slack thread?"""
+    found = await s.scalar(select(Conversation.id).where(Conversation.channel == channel,
+                                                         Conversation.thread_ts == thread_ts)
+                           .limit(1))
+    return found is not None
+
+
 async def touch_conversation(s: AsyncSession, id: int) -> None:
     await s.execute(update(Conversation).where(Conversation.id == id)
                     .values(updated_at=utcnow()))
@@ -273,14 +281,20 @@ async def recent_conversations(s: AsyncSession, user_id: str,
 # --- turns and messages ---------------------------------------------------------------------
 
 
-async def start_turn(s: AsyncSession, conversation_id: int, user_text: str) -> int:
-    """A new running turn of the conversation; also marks the conversation active now."""
+async def start_turn(s: AsyncSession, conversation_id: int, user_text: str,
+                     job_id: int | None = None) -> int:
+    """A new running turn of the conversation; also marks the conversation active now. An
+    earlier turn of the same job that never finished (its process died) is marked
+    `abandoned`: this one takes its place."""
     conversation = await s.get(Conversation, conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}")
     now = utcnow()
+    if job_id is not None:
+        await s.execute(update(Turn).where(Turn.job_id == job_id, Turn.status == "running")
+                        .values(status="abandoned", finished_at=now))
     turn = Turn(conversation_id=conversation_id, user_text=user_text, status="running",
-                input_tokens=0, output_tokens=0, llm_calls=0, created_at=now)
+                input_tokens=0, output_tokens=0, llm_calls=0, created_at=now, job_id=job_id)
     s.add(turn)
     conversation.updated_at = now
     await s.flush()
@@ -385,17 +399,25 @@ async def add_tool_run(s: AsyncSession, turn_id: int, call_id: str, tool: str,
 async def add_capture(s: AsyncSession, *, user_id: str, original_text: str, entry_id: str,
                       path: str, category: str, confidence: float | None, status: str,
                       conversation_id: int | None = None, turn_id: int | None = None,
-                      channel: str | None = None, thread_ts: str | None = None) -> int:
+                      channel: str | None = None, thread_ts: str | None = None,
+                      job_id: int | None = None) -> int:
+    """The receipt of a capture. A capture made by a job that runs again (after a crash) has
+    the same entry id: the first receipt stands and its id is returned."""
     _one_of(status, CAPTURE_STATUSES, "capture status")
     _not_empty(user_id, "user_id")
     _not_empty(entry_id, "entry_id")
     if confidence is not None and not 0.0 <= confidence <= 1.0:
         raise InvalidValue(f"confidence must be between 0 and 1, not {confidence!r}")
+    if job_id is not None:
+        existing = await s.scalar(select(Capture.id).where(Capture.job_id == job_id,
+                                                           Capture.entry_id == entry_id))
+        if existing is not None:
+            return int(existing)
     now = utcnow()
     capture = Capture(user_id=user_id, original_text=original_text, entry_id=entry_id, path=path,
                       category=category, confidence=confidence, status=status,
                       conversation_id=conversation_id, turn_id=turn_id, channel=channel,
-                      thread_ts=thread_ts, created_at=now, updated_at=now)
+                      thread_ts=thread_ts, created_at=now, updated_at=now, job_id=job_id)
     s.add(capture)
     await s.flush()
     return capture.id

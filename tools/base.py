@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -36,6 +37,24 @@ class ToolContext:
     # the view files the whole message, so a long paste is never cut to what fit the prompt.
     message: str | None = None
     message_view: str | None = None
+    # The intake job this turn runs for: a job that runs again (its process died) gives its
+    # notes the same ids, so a capture made by the first attempt is found, not made twice.
+    job_id: int | None = None
+    job_key: str | None = None
+    job_attempt: int = 1
+    _ids_given: int = field(default=0, repr=False)
+
+    def next_entry_id(self) -> str | None:
+        """The id of this turn's next new note: derived from the job, or None (random)."""
+        if not self.job_key:
+            return None
+        self._ids_given += 1
+        digest = hashlib.sha256(f"{self.job_key}:{self._ids_given}".encode()).hexdigest()
+        return "e_" + digest[:12]
+
+    @property
+    def retried(self) -> bool:
+        return self.job_attempt > 1
 
     def full_text(self, text: str) -> str:
         if self.message and self.message_view and self.message_view != self.message \
@@ -64,6 +83,9 @@ class ToolError(Exception):
 
 
 ToolFn = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolOutput]]
+# Arguments that failed the schema -> (arguments with the bad optional parts dropped, what was
+# dropped), or None when they cannot be saved that way.
+Repair = Callable[[Any], "tuple[dict[str, Any], list[str]] | None"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +96,7 @@ class Tool:
     run: ToolFn
     terminal: bool = False  # its result renders itself: capture, move
     read_only: bool = True  # safe to run concurrently with others
+    repair: Repair | None = None
 
 
 # Schema fragments reused by several tools; short descriptions keep the prompt small.

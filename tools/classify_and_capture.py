@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+from datetime import date
 from typing import Any
+
+from jsonschema import Draft202012Validator
 
 from storage import repositories
 from storage.types import CATEGORY_FIELDS, DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES
@@ -52,8 +55,10 @@ DESCRIPTION = (
 )
 
 
-def _category_fields(category: str, source: dict[str, Any]) -> dict[str, Any]:
-    """Only the fields that belong to the category, with sane values."""
+def _category_fields(category: str, source: dict[str, Any],
+                     dropped: list[str]) -> dict[str, Any]:
+    """Only the fields that belong to the category, with sane values; a value that cannot be
+    kept is dropped and named in `dropped`, and the capture stands."""
     out: dict[str, Any] = {}
     for key in CATEGORY_FIELDS.get(category, ()):
         value = source.get(key)
@@ -61,23 +66,72 @@ def _category_fields(category: str, source: dict[str, Any]) -> dict[str, Any]:
             continue
         if key in LIST_FIELDS:
             if not isinstance(value, list):
+                dropped.append(f"{key} (not a list)")
                 continue
             value = [str(v) for v in value if str(v).strip()]
         out[key] = value
+    if "due_date" in out and not _is_date(out["due_date"]):
+        dropped.append(f"due_date ({str(out.pop('due_date'))[:20]!r} is not a date)")
     # A guessed status the category does not know would make the whole capture fail;
     # the default is better than losing the thought.
     allowed = STATUS_VALUES.get(category)
     if allowed is not None and out.get("status") not in allowed:
+        if "status" in out:
+            dropped.append(f"status ({str(out['status'])[:20]!r} is not one of "
+                           f"{', '.join(allowed)})")
         out["status"] = DEFAULT_STATUS[category]
     return out
 
 
+def _is_date(value: Any) -> bool:
+    try:
+        date.fromisoformat(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def repair(args: Any) -> tuple[dict[str, Any], list[str]] | None:
+    """Arguments that fail the schema only in optional parts: those parts dropped (and named),
+    so one bad due date or tag does not lose the thought. None when the text itself is bad."""
+    if not isinstance(args, dict):
+        return None
+    text = args.get("text")
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+        return None
+    dropped = [f"{k} (not an argument)" for k in args if k not in ("text", "hints")]
+    hints = args.get("hints")
+    kept: dict[str, Any] = {}
+    if isinstance(hints, dict):
+        for key, value in hints.items():
+            if key not in _HINT_VALIDATORS:
+                dropped.append(f"{str(key)[:40]} (unknown hint)")
+            elif not _HINT_VALIDATORS[key].is_valid(value):
+                dropped.append(f"{key} ({_short(value)} does not fit)")
+            else:
+                kept[key] = value
+    elif hints is not None:
+        dropped.append("hints (not an object)")
+    return {"text": text, "hints": kept}, dropped
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:29] + "…"
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    text: str = ctx.full_text(args["text"])
+    return await file_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
+
+
+async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
+                       inbox_reason: str | None = None,
+                       dropped: list[str] | None = None) -> ToolOutput:
+    """File `text` as a note: by the model's hints, else by the keyword rules; to the inbox
+    when unsure, or always with `inbox_reason` (the rescue of a turn that went wrong)."""
     if not text.strip():
         raise ToolError("invalid", "text is empty: there is nothing to save")
-    hints: dict[str, Any] = dict(args.get("hints") or {})
-
+    dropped = list(dropped or [])
     classified: classify_rules.Classification | None = None
     suggested_fields: dict[str, Any] = {}
     if "category" in hints and "confidence" in hints:
@@ -107,9 +161,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
                                      if k not in ("category", "confidence", "name")}}
     common = {"confidence": confidence, "source": ctx.source}
     body = text.strip() + "\n"
-    if category == "inbox" or confidence < ctx.confidence_threshold:
+    if inbox_reason is not None or category == "inbox" or confidence < ctx.confidence_threshold:
         target = "inbox"
-        if category == "inbox":
+        if inbox_reason is not None:
+            reason = inbox_reason
+        elif category == "inbox":
             reason = "classified as inbox"
         else:
             reason = f"confidence {confidence:.2f} below {ctx.confidence_threshold:.2f}"
@@ -119,10 +175,16 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         status = "needs_review"
     else:
         target = category
-        fields = {**common, **_category_fields(category, merged)}
+        fields = {**common, **_category_fields(category, merged, dropped)}
         status = "filed"
 
-    entry = await ctx.store.create(target, name, fields, body)
+    entry_id = ctx.next_entry_id()
+    existing = await ctx.store.find_id(entry_id) if entry_id and ctx.retried else None
+    if existing is not None:  # the first attempt of this job filed it already
+        entry = existing
+        target = entry.category or target
+    else:
+        entry = await ctx.store.create(target, name, fields, body, entry_id=entry_id)
     receipt = await write_receipt(ctx, text, entry.id or "", entry.path, target, confidence,
                                    status)
     data: dict[str, Any] = {
@@ -133,6 +195,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         data["receipt"] = "not recorded (the note is saved)"
     if target == "inbox" and category != "inbox":
         data["suggested_category"] = category
+    if dropped:
+        data["dropped"] = dropped
     shown = {k: v for k, v in entry.fields.items()
              if k not in ("id", "name", "category", "created", "updated", "source",
                           "confidence", "original_text")}
@@ -141,6 +205,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         summary = f"Filed to {target}: {entry.name} ({confidence:.2f})"
     else:
         summary = f"Saved to inbox for review: {entry.name} ({fields['reason']})"
+    if dropped:
+        summary += f"; left out: {'; '.join(dropped)}"
     return ToolOutput(kind="capture", data=data, text=summary)
 
 
@@ -154,7 +220,7 @@ async def write_receipt(ctx: ToolContext, text: str, entry_id: str, path: str, c
                 session, user_id=ctx.user_id, original_text=text, entry_id=entry_id,
                 path=path, category=category, confidence=confidence, status=status,
                 conversation_id=ctx.conversation_id, turn_id=ctx.turn_id,
-                channel=ctx.channel, thread_ts=ctx.thread_ts)
+                channel=ctx.channel, thread_ts=ctx.thread_ts, job_id=ctx.job_id)
             await session.commit()
         return True
     except Exception:
@@ -162,5 +228,8 @@ async def write_receipt(ctx: ToolContext, text: str, entry_id: str, path: str, c
         return False
 
 
+_HINT_VALIDATORS = {key: Draft202012Validator(sub)
+                    for key, sub in SCHEMA["properties"]["hints"]["properties"].items()}
+
 TOOL = Tool(name="classify_and_capture", description=DESCRIPTION, parameters=SCHEMA, run=run,
-            terminal=True, read_only=False)
+            terminal=True, read_only=False, repair=repair)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from storage import repositories
+from storage.db import Database
+from storage.store import Store
+from storage.types import MoveResult
 from tools.base import CATEGORY_ENUM, REF_SCHEMA, Tool, ToolContext, ToolOutput
 
 SCHEMA: dict[str, Any] = {
@@ -23,17 +26,22 @@ DESCRIPTION = (
 )
 
 
+async def move_note(store: Store, db: Database, ref: str, category: str) -> MoveResult:
+    """The one way a note is re-filed (the tool, the buttons, `fix:`, `brain move`): the file
+    moves and its capture receipt follows it, so cards and digests see the correction. A
+    hand-written note has no receipt; marking it then changes nothing."""
+    result = await store.move(ref, category)
+    if result.entry.id:
+        async with db.session() as session:
+            await repositories.mark_capture(session, result.entry.id, "fixed",
+                                            path=result.new_path, category=category)
+            await session.commit()
+    return result
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     target: str = args["targetCategory"]
-    result = await ctx.store.move(args["path"], target)
-    entry_id = result.entry.id
-    if entry_id:
-        # The receipt follows the note, so cards and digests see the correction.
-        # A hand-written note has no receipt; mark_capture then changes nothing.
-        async with ctx.db.session() as session:
-            await repositories.mark_capture(session, entry_id, "fixed",
-                                            path=result.new_path, category=target)
-            await session.commit()
+    result = await move_note(ctx.store, ctx.db, args["path"], target)
     data = result.to_dict()
     data["name"] = result.entry.name
     return ToolOutput(kind="move", data=data,

@@ -48,6 +48,16 @@ _VALIDATORS: dict[str, Draft202012Validator] = {
 }
 
 
+def terminal_names() -> frozenset[str]:
+    """Tools whose successful result renders itself and ends the turn (capture, move)."""
+    return frozenset(name for name, tool in TOOLS.items() if tool.terminal)
+
+
+def read_only_names() -> frozenset[str]:
+    """Tools that change nothing, so calls of one round may run concurrently."""
+    return frozenset(name for name, tool in TOOLS.items() if tool.read_only)
+
+
 def tool_specs() -> list[dict[str, Any]]:
     """The tools as the LLM layer wants them, in a stable order."""
     return [{"name": t.name, "description": t.description, "parameters": t.parameters}
@@ -196,6 +206,13 @@ def _storage_error(exc: StorageError) -> dict[str, Any]:
     return _error(exc.code, exc.message)
 
 
+def _with_dropped(output: ToolOutput, dropped: list[str]) -> ToolOutput:
+    """Name what a repair left out, in the result the model sees and the receipt shows."""
+    data = dict(output.data)
+    data["dropped"] = [*data.get("dropped", []), *dropped]
+    return ToolOutput(output.kind, data, f"{output.text}; left out: {'; '.join(dropped)}")
+
+
 async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str, Any] | None,
                   parse_error: str | None = None) -> Execution:
     """Run one tool call. Never raises: every failure is an error Execution."""
@@ -212,6 +229,12 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
     else:
         args: Any = {} if arguments is None else arguments
         problems = validation_errors(name, args)
+        repaired = tool.repair(args) if problems and tool.repair is not None else None
+        if repaired is not None and not validation_errors(name, repaired[0]):
+            args, problems = repaired[0], []
+            dropped = repaired[1]
+        else:
+            dropped = []
         if problems:
             error = _error("invalid_arguments",
                            f"arguments do not match the {name} schema: {'; '.join(problems)}",
@@ -219,6 +242,8 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
         else:
             try:
                 output = await tool.run(ctx, args)
+                if dropped:
+                    output = _with_dropped(output, dropped)
             except StorageError as exc:
                 error = _storage_error(exc)
             except ToolError as exc:

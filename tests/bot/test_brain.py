@@ -111,7 +111,7 @@ async def test_llm_down_a_thought_still_lands_in_the_inbox(tmp_path: Path) -> No
         notes = list((brain.store_for("u1").vault.root / "inbox").glob("*.md"))
         assert len(notes) == 1
         body = notes[0].read_text()
-        assert "Renew the car insurance before March" in body and "LLM unreachable" in body
+        assert "Renew the car insurance before March" in body and "language model is unreachable" in body
         # a question is not filed, and says so
         answer = await brain.handle(conversation_key="cli:t:4", user_id="u1",
                                     text="what are my projects?")

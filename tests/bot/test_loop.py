@@ -34,6 +34,8 @@ async def _turn(ctx: ToolContext, provider: ScriptedProvider, user_text: str = "
     async def run_call(c: ToolCall) -> Execution:
         return await execute(ctx, c.id, c.name, c.arguments, c.parse_error)
 
+    kw.setdefault("terminal", registry.terminal_names())
+    kw.setdefault("parallel", registry.read_only_names())
     return await run_turn(provider, system="sys", history=[], user_text=user_text,
                           tools=SPECS, execute=run_call, **kw)
 
@@ -77,12 +79,20 @@ async def test_unknown_tool_lists_the_valid_names(ctx) -> None:
 
 
 async def test_schema_violation_names_the_field(ctx) -> None:
-    bad = {"text": "x", "hints": {"category": "admin", "confidence": 1.5}}
-    provider = ScriptedProvider([tools(call("classify_and_capture", bad)), text("ok")])
+    bad = {"query": "passport", "limit": 500}
+    provider = ScriptedProvider([tools(call("search_entries", bad)), text("ok")])
     await _turn(ctx, provider)
     error = _results(provider, 1)[0]["error"]
-    assert "confidence" in json.dumps(error)
-    assert not any(ctx.store.vault.root.rglob("*.md"))  # nothing filed
+    assert "limit" in json.dumps(error)
+
+
+async def test_a_capture_with_one_bad_hint_still_files_and_says_what_it_left_out(ctx) -> None:
+    bad = {"text": "Renew passport", "hints": {"category": "admin", "confidence": 1.5}}
+    provider = ScriptedProvider([tools(call("classify_and_capture", bad))])
+    outcome = await _turn(ctx, provider)
+    assert outcome.executions[0].status == "ok"
+    assert "confidence" in " ".join(outcome.executions[0].output.data["dropped"])
+    assert len(list(ctx.store.vault.root.rglob("*.md"))) == 1
 
 
 async def test_same_call_repeated_is_not_run_twice(ctx) -> None:

@@ -82,8 +82,9 @@ async def test_invalid_json_is_reported_with_a_short_preview(
 
 
 async def test_schema_violations_name_every_field(ctx: ToolContext, vault_root: Path) -> None:
+    # Without a text there is nothing to save, so nothing is repaired: every field is named.
     ex = await execute(ctx, "c1", "classify_and_capture", {
-        "text": "hello", "hints": {"confidence": 1.5, "category": "stuff", "due_date": "soon"},
+        "text": 7, "hints": {"confidence": 1.5, "category": "stuff", "due_date": "soon"},
         "extra": 1})
     assert ex.status == "error" and ex.error is not None
     assert ex.error["code"] == "invalid_arguments"
@@ -92,8 +93,33 @@ async def test_schema_violations_name_every_field(ctx: ToolContext, vault_root: 
     assert any(d.startswith("hints.category: ") for d in details)
     assert any(d.startswith("hints.due_date: ") for d in details)
     assert any(d.startswith("arguments: ") and "extra" in d for d in details)
+    assert any(d.startswith("text: ") for d in details)
     assert "hints.confidence" in json.loads(ex.content)["error"]["message"]
     assert snapshot(vault_root) == {}
+
+
+async def test_bad_optional_hints_are_dropped_and_named_and_the_capture_stands(
+        ctx: ToolContext, vault_root: Path) -> None:
+    ex = await execute(ctx, "c1", "classify_and_capture", {
+        "text": "Renew the car insurance", "extra": 1,
+        "hints": {"category": "admin", "confidence": 0.9, "name": "Car insurance",
+                  "due_date": "soonish", "tags": "not-a-list", "colour": "red"}})
+    assert ex.status == "ok" and ex.output is not None
+    dropped = " ".join(ex.output.data["dropped"])
+    for name in ("due_date", "tags", "colour", "extra"):
+        assert name in dropped
+    assert "left out" in ex.output.text
+    note = (vault_root / "admin" / "car-insurance.md").read_text()
+    assert "Renew the car insurance" in note and "soonish" not in note
+
+
+async def test_an_impossible_date_is_dropped_not_stored(ctx: ToolContext, vault_root: Path) -> None:
+    ex = await execute(ctx, "c1", "classify_and_capture", {
+        "text": "File the tax return", "hints": {"category": "admin", "confidence": 0.9,
+                                                 "name": "Tax return", "due_date": "2026-02-30"}})
+    assert ex.status == "ok" and ex.output is not None
+    assert any("due_date" in d for d in ex.output.data["dropped"])
+    assert "2026-02-30" not in (vault_root / "admin" / "tax-return.md").read_text()
 
 
 async def test_missing_required_and_wrong_types(ctx: ToolContext) -> None:

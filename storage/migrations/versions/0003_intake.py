@@ -49,6 +49,7 @@ def upgrade() -> None:
     with op.batch_alter_table("captures") as batch:
         batch.add_column(sa.Column("job_id", sa.Integer, nullable=True))
     op.create_index("ix_captures_job_id", "captures", ["job_id"])
+    op.create_index("ix_conversations_thread", "conversations", ["channel", "thread_ts"])
     # A Slack thread's conversation is per person now: slack:<channel>:<thread_ts>:<user>.
     conversations = sa.table("conversations", sa.column("key", sa.String),
                              sa.column("user_id", sa.String))
@@ -58,6 +59,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_conversations_thread", table_name="conversations")
     op.drop_index("ix_captures_job_id", table_name="captures")
     with op.batch_alter_table("captures") as batch:
         batch.drop_column("job_id")

@@ -1,0 +1,143 @@
+"""What one turn produced, and the rules that keep a thought from being lost in it.
+
+`TurnResult` is what the Brain hands an adapter; it round-trips through JSON so a job that runs
+again after a crash answers with the turn it already took instead of taking it twice.
+
+`trouble` decides whether a turn that filed nothing went wrong (a tool error, the iteration
+cap, an empty answer, a refusal, the model chatting past a thought); the Brain then files the
+message to the inbox with that reason, so nothing the user sent is lost and no reply claims
+more than happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.llm.types import Message, ToolCall, ToolResult, Usage
+from bot.loop import LoopOutcome
+from tools.base import ToolOutput
+from tools.registry import Execution
+
+MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
+# Tools whose success means the user's words were kept (filed, or written into a note).
+KEEPING_TOOLS = frozenset({"classify_and_capture", "update_entry", "move_entry"})
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    text: str
+    executions: list[Execution] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    llm_calls: int = 0
+    turn_id: int | None = None
+    outage: str | None = None  # LLMError.kind when the LLM could not be reached
+    rescued: str | None = None  # why the message was filed to the inbox by the rescue
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "executions": [_execution_dict(e) for e in self.executions],
+                "usage": {"input_tokens": self.usage.input_tokens,
+                          "output_tokens": self.usage.output_tokens},
+                "llm_calls": self.llm_calls, "turn_id": self.turn_id, "outage": self.outage,
+                "rescued": self.rescued}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TurnResult:
+        usage = data.get("usage") or {}
+        return cls(text=str(data.get("text") or ""),
+                   executions=[_execution(e) for e in data.get("executions") or []],
+                   usage=Usage(int(usage.get("input_tokens") or 0),
+                               int(usage.get("output_tokens") or 0)),
+                   llm_calls=int(data.get("llm_calls") or 0), turn_id=data.get("turn_id"),
+                   outage=data.get("outage"), rescued=data.get("rescued"))
+
+    @property
+    def filed(self) -> list[Execution]:
+        """The successful captures of the turn."""
+        return [e for e in self.executions
+                if e.status == "ok" and e.output is not None and e.output.kind == "capture"]
+
+
+def _execution_dict(e: Execution) -> dict[str, Any]:
+    output = None if e.output is None else {"kind": e.output.kind, "data": e.output.data,
+                                            "text": e.output.text}
+    return {"call_id": e.call_id, "tool": e.tool, "arguments": e.arguments, "status": e.status,
+            "output": output, "error": e.error, "content": e.content,
+            "duration_ms": e.duration_ms}
+
+
+def _execution(d: dict[str, Any]) -> Execution:
+    out = d.get("output")
+    output = None if not out else ToolOutput(str(out["kind"]), dict(out["data"]),
+                                             str(out["text"]))
+    return Execution(call_id=str(d["call_id"]), tool=str(d["tool"]), arguments=d.get("arguments"),
+                     status=str(d["status"]), output=output, error=d.get("error"),
+                     content=str(d.get("content") or ""),
+                     duration_ms=float(d.get("duration_ms") or 0.0))
+
+
+def message_view(text: str) -> str:
+    """What the model sees of a message: all of it, or the start of a long paste."""
+    if len(text) <= MAX_VIEW:
+        return text
+    head = text[:MAX_VIEW].rsplit(" ", 1)[0]
+    return (f"{head} […] ({len(text) - len(head)} more characters not shown; capturing this "
+            "message with this text files all of it)")
+
+
+def kept(outcome: LoopOutcome) -> bool:
+    """Did the turn keep the user's words somewhere (a capture, an update, a move)?"""
+    return any(e.status == "ok" and e.tool in KEEPING_TOOLS for e in outcome.executions)
+
+
+def trouble(outcome: LoopOutcome) -> str | None:
+    """Why a turn that kept nothing went wrong, in a few words; None when it did not (the
+    model looked things up and answered)."""
+    errors = [e for e in outcome.executions if e.status != "ok"]
+    if outcome.capped:
+        return "the model kept calling tools without finishing"
+    if errors:
+        err = errors[-1].error or {}
+        code = str(err.get("code") or "error")
+        what = {"unknown_tool": f"the model asked for an unknown tool ({errors[-1].tool[:40]})",
+                "invalid_json": "the model's tool arguments were not valid JSON",
+                "invalid_arguments": "the model's tool arguments did not fit the tool",
+                "not_run": "the model's tool call was cut off"}.get(code)
+        return what or f"a tool failed ({code})"
+    if outcome.stop_reason == "refusal":
+        return "the model declined to answer"
+    if not outcome.text.strip():
+        return "the model gave no answer"
+    if not outcome.executions:
+        return "the model answered without filing it"
+    return None
+
+
+def rescue_text(reason: str, path: str) -> str:
+    return (f"I couldn't file this cleanly ({reason}), so it's in your inbox: {path}. "
+            "Nothing is lost; use the buttons to file it.")
+
+
+def with_filed_summary(outcome: LoopOutcome) -> str:
+    """The reply never hides a capture behind "Done.": each filed note is named in it."""
+    text = outcome.text.strip()
+    lines = [e.output.text for e in outcome.executions
+             if e.status == "ok" and e.output is not None and e.output.kind == "capture"
+             and e.output.text and e.output.text not in text]
+    return "\n".join([*lines, text] if text else lines) if lines else text
+
+
+def direct_move_outcome(text: str, call: ToolCall, execution: Execution) -> LoopOutcome:
+    """The turn of a `fix: <category>` that needed no LLM call, as if the model had made it."""
+    outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
+    outcome.messages.append(Message(role="assistant", tool_calls=(call,)))
+    outcome.messages.append(Message(role="tool", tool_results=(
+        ToolResult(call.id, call.name, execution.content, is_error=execution.status != "ok"),)))
+    outcome.executions.append(execution)
+    if execution.output is not None:
+        outcome.text = execution.output.text
+    else:
+        message = (execution.error or {}).get("message", "unknown error")
+        outcome.text = f"I couldn't move that note: {message}"
+    outcome.messages.append(Message(role="assistant", content=outcome.text))
+    return outcome
