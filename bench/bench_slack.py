@@ -100,7 +100,10 @@ class Rig:
             return data
 
     async def idle(self) -> None:
-        while (await self.health())["pending"]:
+        while True:
+            jobs = (await self.health())["jobs"]
+            if jobs["pending"] + jobs["running"] == 0:
+                return
             await asyncio.sleep(0.02)
 
     def event(self) -> dict[str, Any]:

@@ -263,6 +263,49 @@ class Brain:
             await s.commit()
         await self._finish(conv.id, turn_id, outcome, status="ok")
 
+    # -- what adapters ask about threads and receipts ----------------------------------------
+
+    async def thread_known(self, channel: str, thread_ts: str) -> bool:
+        """Has anyone talked with the bot in this Slack thread?"""
+        async with self.db.session() as s:
+            return await repositories.thread_known(s, channel, thread_ts)
+
+    async def note_owner(self, entry_id: str, conversation_key: str | None = None) -> str | None:
+        """Whose vault holds the note: its capture's user, else the conversation's user."""
+        async with self.db.session() as s:
+            capture = await repositories.capture_for_entry(s, entry_id)
+            if capture is not None:
+                return capture.user_id
+            if conversation_key is None:
+                return None
+            conversation = await repositories.get_conversation(s, conversation_key)
+            return conversation.user_id if conversation is not None else None
+
+    async def receipt(self, entry_id: str) -> repositories.CaptureRow | None:
+        async with self.db.session() as s:
+            return await repositories.capture_for_entry(s, entry_id)
+
+    async def shown_at(self, result: TurnResult, channel: str,
+                       message_ts: str) -> list[tuple[str, str, dict[str, Any], str]]:
+        """Record which message shows each new receipt of the turn; returns the cards of notes
+        the turn moved that were shown elsewhere in this channel (channel, ts, data, text), so
+        the adapter can update them in place."""
+        stale: list[tuple[str, str, dict[str, Any], str]] = []
+        async with self.db.session() as s:
+            for ex in result.executions:
+                if ex.status != "ok" or ex.output is None or not ex.output.data.get("id"):
+                    continue
+                row = await repositories.capture_for_entry(s, str(ex.output.data["id"]))
+                if row is None:
+                    continue
+                if ex.output.kind == "capture":
+                    await repositories.set_capture_message(s, row.id, message_ts)
+                elif ex.output.kind == "move" and row.message_ts and row.channel == channel \
+                        and row.message_ts != message_ts:
+                    stale.append((channel, row.message_ts, ex.output.data, ex.output.text))
+            await s.commit()
+        return stale
+
     # -- digests ---------------------------------------------------------------------------
 
     def today(self) -> date:
@@ -284,13 +327,12 @@ class Brain:
                                  user_id, kind, today=today or self.today(),
                                  tz=tz or self.settings.tz)
 
-    async def digest_command(self, *, user_id: str, text: str, channel: str | None = None,
-                             tz: str | None = None) -> str:
-        from bot.digest import digest_command
+    async def digest_settings(self, *, user_id: str, request: Any, channel: str | None = None,
+                              tz: str | None = None) -> str:
+        """Carry out a parsed `/digest subscribe | off | status` (bot.digest.command)."""
+        from bot.digest.command import apply
 
-        reply: str = await digest_command(self.db, user_id, text, channel=channel,
-                                          tz=tz or self.settings.tz)
-        return reply
+        return await apply(self.db, user_id, request, channel=channel, tz=tz or self.settings.tz)
 
 
 def _filed(captures: list[repositories.CaptureRow]) -> list[FiledNote]:

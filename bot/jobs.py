@@ -33,6 +33,7 @@ __all__ = ["JobContext", "JobQueue", "JobRow", "Worker"]
 
 LEASE = timedelta(seconds=60)
 MAX_ATTEMPTS = 5
+RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
 JOB_MEMORY = timedelta(days=1)  # finished jobs are kept this long (retries come within minutes)
 
 
@@ -71,6 +72,11 @@ class JobQueue:
     async def finish(self, job_id: int, state: str, error: str | None = None) -> None:
         async with self.db.session() as s:
             await journal.finish(s, job_id, state, error)
+            await s.commit()
+
+    async def retry_later(self, owner: str, job_id: int, delay: float, error: str) -> None:
+        async with self.db.session() as s:
+            await journal.retry_later(s, owner, job_id, timedelta(seconds=delay), error)
             await s.commit()
 
     async def release(self, owner: str, job_ids: list[int]) -> int:
@@ -129,7 +135,8 @@ class Worker:
 
     def __init__(self, queue: JobQueue, handlers: dict[str, Handler], *,
                  give_up: GiveUp | None = None, concurrency: int = 64, poll: float = 1.0,
-                 lease: timedelta = LEASE, max_attempts: int = MAX_ATTEMPTS) -> None:
+                 lease: timedelta = LEASE, max_attempts: int = MAX_ATTEMPTS,
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS) -> None:
         self.queue = queue
         self.handlers = handlers
         self.give_up = give_up
@@ -137,6 +144,7 @@ class Worker:
         self.poll = poll
         self.lease = lease
         self.max_attempts = max_attempts
+        self.retry_delays = retry_delays
         self.owner = worker_id()
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
@@ -246,10 +254,13 @@ class Worker:
             except Exception as exc:
                 log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
                               job.attempts)
+                reason = f"{type(exc).__name__}: {exc}"[:500]
                 if job.attempts >= self.max_attempts:
-                    await self._give_up(ctx, f"{type(exc).__name__}: {exc}"[:500])
-                else:  # again after the lease runs out, here or elsewhere
-                    return
+                    await self._give_up(ctx, reason)
+                else:  # again after a pause, here or in another process
+                    step = min(job.attempts, len(self.retry_delays)) - 1
+                    await self.queue.retry_later(self.owner, job.id,
+                                                 self.retry_delays[max(step, 0)], reason)
                 return
             await self.queue.finish(job.id, "done")
             self.done += 1

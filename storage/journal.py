@@ -84,7 +84,8 @@ def _claimable(now: datetime) -> Any:
     earlier = aliased(Job)
     blocked = exists().where(earlier.lane == Job.lane, earlier.id < Job.id,
                              earlier.state.in_(OPEN_STATES))
-    return and_(or_(Job.state == "pending",
+    return and_(or_(and_(Job.state == "pending",
+                         or_(Job.lease_until.is_(None), Job.lease_until <= now)),
                     and_(Job.state == "running", Job.lease_until < now)),
                 ~blocked)
 
@@ -105,8 +106,10 @@ async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
     won: list[int] = []
     for job_id, state, lease_until in candidates:
         cond = [Job.id == job_id, Job.state == state]
-        if state == "running":
+        if lease_until is not None:
             cond.append(Job.lease_until == lease_until)
+        else:
+            cond.append(Job.lease_until.is_(None))
         result = await s.execute(
             update(Job).where(*cond).values(
                 state="running", lease_owner=owner, lease_until=now + lease,
@@ -166,6 +169,16 @@ async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
                 updated_at=utcnow())
         .execution_options(synchronize_session=False))
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def retry_later(s: AsyncSession, owner: str, job_id: int, delay: timedelta,
+                      error: str) -> None:
+    """A failed attempt: pending again, claimable after `delay` (its lane waits for it)."""
+    now = utcnow()
+    await s.execute(update(Job).where(Job.id == job_id, Job.lease_owner == owner)
+                    .values(state="pending", lease_owner=None, lease_until=now + delay,
+                            error=error, updated_at=now)
+                    .execution_options(synchronize_session=False))
 
 
 async def get(s: AsyncSession, job_id: int) -> JobRow | None:

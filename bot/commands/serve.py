@@ -37,7 +37,7 @@ def register(sub: Any) -> None:  # argparse subparsers
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from bot.slack.app import ServeError, serve
+    from bot.slack.serve import ServeError, serve
 
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

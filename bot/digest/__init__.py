@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import date
 from typing import TYPE_CHECKING
 
+from bot.digest.command import DigestRequest, digest_command
+from bot.digest.command import parse as parse_digest_request
 from bot.digest.data import build_data
 from bot.digest.model import Digest, DigestData, Item
-from bot.digest.schedule import DigestScheduler, digest_command
+from bot.digest.schedule import DigestScheduler
 from bot.digest.synthesis import synthesize
 from bot.llm.types import Provider
 from storage.db import Database
@@ -24,4 +26,5 @@ async def make_digest(store: Store, db: Database, provider: Provider, user_id: s
     return await synthesize(data, provider)
 
 
-__all__ = ["Digest", "DigestData", "DigestScheduler", "Item", "digest_command", "make_digest"]
+__all__ = ["Digest", "DigestData", "DigestRequest", "DigestScheduler", "Item", "digest_command",
+           "make_digest", "parse_digest_request"]

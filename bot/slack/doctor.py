@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.config import Settings
-from bot.slack.app import make_client
+from bot.slack.web import make_client
 
 APP_SETTINGS = "https://api.slack.com/apps"
 

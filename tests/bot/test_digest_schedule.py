@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.digest.command import digest_command
 from bot.digest.schedule import (
     MISSED_GRACE,
     DigestScheduler,
-    digest_command,
     due_slot,
     latest_slot,
     next_slot,
@@ -227,7 +227,7 @@ async def test_subscribe_weekly_with_day_and_time(db: Database) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "", "subscribe", "subscribe hourly", "subscribe daily 25:00", "subscribe daily 8",
+    "subscribe", "subscribe hourly", "subscribe daily 25:00", "subscribe daily 8",
     "subscribe weekly someday 09:00", "subscribe weekly fri 9am", "off forever", "whatever",
 ])
 async def test_bad_input_gets_usage_and_changes_nothing(db: Database, text: str) -> None:
@@ -253,5 +253,7 @@ async def test_off_and_status(db: Database) -> None:
     assert "turned off" in await digest_command(db, "U1", "off weekly", channel=None, tz="UTC")
     assert "turned off" in await digest_command(db, "U1", "off", channel=None, tz="UTC")
     assert "no scheduled" in await digest_command(db, "U1", "off", channel=None, tz="UTC")
+    await digest_command(db, "U1", "subscribe daily", channel=None, tz="UTC")
+    assert "turned off" in await digest_command(db, "U1", "unsubscribe", channel=None, tz="UTC")
     async with db.session() as s:
         assert [x.user_id for x in await repositories.list_subscriptions(s)] == ["U2"]

@@ -4,7 +4,6 @@ Brain (offline LLM, real SQLite, real vault files) and a recording fake Slack We
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -52,11 +51,8 @@ class Harness:
         return self.data_dir / "vaults" / USER
 
     async def settle(self) -> None:
-        """Wait until every accepted turn has finished (the ack comes before the work)."""
-        idle = 0
-        while idle < 3:
-            await asyncio.sleep(0.02)
-            idle = idle + 1 if self.bot.runner.busy == 0 else 0
+        """Wait until every recorded job has run (the ack comes before the work)."""
+        assert await self.bot.settle(timeout=30)
 
     def check_cards(self) -> None:
         for call in self.fake.calls:
@@ -94,7 +90,8 @@ async def slack(tmp_path: Path) -> AsyncIterator[Harness]:
     fake = await FakeSlack().start()
     settings = make_settings(tmp_path, fake)
     brain = await brain_module.Brain.start(settings)
-    bot = app_module.SlackBot(brain, settings)
+    bot = app_module.SlackBot(brain, settings, poll=0.05)
+    bot.start(scheduler=False)
     server = TestServer(bot.web_app(), host="127.0.0.1")
     await server.start_server()
     send = SlackSender(str(server.make_url("/")))
@@ -258,35 +255,32 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
     tokyo = ZoneInfo("Asia/Tokyo")
     now = datetime(2027, 1, 5, 7, 31, tzinfo=tokyo)  # a minute after the slot, user's time
     posts_before = len(slack.fake.calls_to("chat.postMessage"))
-    scheduler = DigestScheduler(slack.bot.brain.db, slack.bot.deliver_digest, clock=lambda: now)
+    scheduler = DigestScheduler(slack.bot.brain.db, slack.bot.work.deliver_digest, clock=lambda: now)
     assert len(await scheduler.tick()) == 1
     posts = slack.fake.calls_to("chat.postMessage")[posts_before:]
     assert len(posts) == 1 and posts[0].body["channel"] == DM
     assert "digest" in posts[0].body["text"].lower()
     # never twice: the same tick again, and a restarted scheduler, send nothing
     assert await scheduler.tick() == []
-    restarted = DigestScheduler(slack.bot.brain.db, slack.bot.deliver_digest, clock=lambda: now)
+    restarted = DigestScheduler(slack.bot.brain.db, slack.bot.work.deliver_digest, clock=lambda: now)
     assert await restarted.tick() == []
     assert len(slack.fake.calls_to("chat.postMessage")) == posts_before + 1
     slack.check_cards()
 
 
-async def test_old_event_ids_are_forgotten_fresh_ones_kept(slack: Harness) -> None:
+async def test_finished_jobs_are_forgotten_after_a_day_open_ones_never(slack: Harness) -> None:
     import sqlite3
 
-    db = slack.bot.brain.db
-    async with db.session() as s:
-        assert await repositories.claim_event(s, "EvOld")
-        assert await repositories.claim_event(s, "EvFresh")
-        await s.commit()
-    with sqlite3.connect(slack.data_dir / "brain.db") as con:  # two days pass for EvOld
-        con.execute("UPDATE processed_events SET received_at = datetime('now', '-2 days') "
-                    "WHERE event_id = 'EvOld'")
-    slack.bot.start_scheduler()
-    await asyncio.sleep(0.3)
-    async with db.session() as s:
-        assert await repositories.claim_event(s, "EvOld")  # forgotten: claimable again
-        assert not await repositories.claim_event(s, "EvFresh")  # still known
+    await slack.file_dm()
+    jobs = slack.bot.brain.jobs
+    await jobs.record(key="event:EvOpen", kind="nothing", user_id=USER, lane="x",
+                      payload={})
+    with sqlite3.connect(slack.data_dir / "brain.db") as con:  # two days pass
+        con.execute("UPDATE jobs SET finished_at = datetime('now', '-2 days'), "
+                    "created_at = datetime('now', '-2 days')")
+    assert await jobs.prune() == 1  # the DM's finished job; the open one stays
+    assert await jobs.by_key("event:EvOpen") is not None
+    assert await jobs.by_key("event:Ev0SB0000001") is None
 
 
 async def test_bad_signature_and_stale_timestamp_are_refused(slack: Harness) -> None:
@@ -389,7 +383,9 @@ async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
     blocker.write_text("a file where the vaults should be")
     settings = make_settings(tmp_path, fake, BRAIN_VAULT_DIR=str(blocker))
     brain = await brain_module.Brain.start(settings)
-    bot = app_module.SlackBot(brain, settings)
+    # Tried again after short pauses, then given up with a card the user can quote.
+    bot = app_module.SlackBot(brain, settings, poll=0.05, retry_delays=(0.01,))
+    bot.start(scheduler=False)
     server = TestServer(bot.web_app(), host="127.0.0.1")
     await server.start_server()
     send = SlackSender(str(server.make_url("/")))
@@ -400,7 +396,7 @@ async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
         text = posts[0].body["text"]
         assert "something went wrong" in text and "(ref " in text
         ref = text.split("(ref ")[1][:6]
-        await bot.runner.drain(5)
+        assert await bot.settle(10)
         assert f"ref {ref}" in caplog.text
         assert fake.calls_to("reactions.remove")  # the progress marker is cleared anyway
     finally:
@@ -415,14 +411,15 @@ async def test_with_a_single_owner_others_are_told_and_nothing_is_filed(tmp_path
     fake = await FakeSlack().start()
     settings = make_settings(tmp_path, fake, BRAIN_OWNER="U0SBOWNER")
     brain = await brain_module.Brain.start(settings)
-    bot = app_module.SlackBot(brain, settings)
+    bot = app_module.SlackBot(brain, settings, poll=0.05)
+    bot.start(scheduler=False)
     server = TestServer(bot.web_app(), host="127.0.0.1")
     await server.start_server()
     send = SlackSender(str(server.make_url("/")))
     try:
         await send.event(message_event("Call the dentist", ts=DM_TS, event_id="Ev-own"))
         posts = await fake.wait_for("chat.postMessage")
-        await bot.runner.drain(5)
+        assert await bot.settle(10)
         assert "belongs to <@U0SBOWNER>" in json.dumps(posts[0].body["blocks"])
         assert not any(tmp_path.rglob("*.md"))
     finally:
@@ -441,7 +438,8 @@ async def test_thread_fix_needs_no_llm_call(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, fake, BRAIN_LLM="openai", OPENAI_API_KEY="sk-test",
                              OPENAI_BASE_URL=llm.openai_base_url)
     brain = await brain_module.Brain.start(settings)
-    bot = app_module.SlackBot(brain, settings)
+    bot = app_module.SlackBot(brain, settings, poll=0.05)
+    bot.start(scheduler=False)
     server = TestServer(bot.web_app(), host="127.0.0.1")
     await server.start_server()
     h = Harness(fake, bot, SlackSender(str(server.make_url("/"))), tmp_path)

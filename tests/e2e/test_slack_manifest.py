@@ -27,6 +27,10 @@ METHOD_SCOPES: dict[str, str | None] = {
     "users_info": "users:read",
     "conversations_open": "im:write",
     "chat_getPermalink": None,
+    # Looking for a reply an interrupted job may have posted (bot.slack.web.find_posted).
+    "conversations_replies": "im:history",
+    "conversations_history": "im:history",
+    "apps_connections_open": None,  # the app-level token (Socket Mode), not a bot scope
 }
 EVENT_SCOPES = {"message.im": "im:history", "app_mention": "app_mentions:read",
                 "message.channels": "channels:history", "message.groups": "groups:history",

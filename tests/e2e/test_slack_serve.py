@@ -84,7 +84,8 @@ async def idle(send: SlackSender) -> None:
     calm = 0
     while calm < 3:
         await asyncio.sleep(0.05)
-        calm = calm + 1 if (await send.health())["pending"] == 0 else 0
+        jobs = (await send.health())["jobs"]
+        calm = calm + 1 if jobs["pending"] + jobs["running"] == 0 else 0
 
 
 async def test_served_over_http_files_once_even_across_a_restart(

@@ -1,0 +1,158 @@
+"""`brain serve`: the bot over HTTP or Socket Mode until SIGINT/SIGTERM.
+
+Start-up says in one line what is wrong (a missing or refused token) and exits non-zero; a
+signal at any moment, connecting included, stops the bot cleanly: no new work is taken, running
+work gets time to finish, and whatever is left stays in the journal for the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.config import Settings
+from bot.slack.app import EVENTS_PATH, HEALTH_PATH, SlackBot
+from bot.slack.web import error_code, make_client
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+REFUSED = {"invalid_auth", "not_authed", "token_revoked", "account_inactive",
+           "not_allowed_token_type", "missing_scope", "invalid_token"}
+
+
+class ServeError(Exception):
+    """`brain serve` cannot start; the message says what is missing and how to fix it."""
+
+
+class Stopped(Exception):
+    """A signal arrived before start-up finished."""
+
+
+def check_serve_settings(settings: Settings, *, http: bool) -> None:
+    missing = []
+    if not settings.slack_bot_token:
+        missing.append("SLACK_BOT_TOKEN (the Bot User OAuth Token, xoxb-...)")
+    if http and not settings.slack_signing_secret:
+        missing.append("SLACK_SIGNING_SECRET for HTTP mode (Basic Information > App "
+                       "Credentials), or SLACK_APP_TOKEN (xapp-...) for Socket Mode")
+    if missing:
+        raise ServeError("cannot start: missing " + "; ".join(missing)
+                         + ". Run `brain doctor` for a full check.")
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T:
+    """`work`, or Stopped when a signal comes first (the work is cancelled)."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        waiter.cancel()
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    raise Stopped
+
+
+async def _check_tokens(settings: Settings, app_token: str | None) -> None:
+    """auth.test for the bot token; apps.connections.open for the app token (Socket Mode).
+    A refused token is a ServeError naming it; a network failure only a warning."""
+    client = make_client(settings)
+    checks: list[tuple[str, Any]] = [("SLACK_BOT_TOKEN", client.auth_test())]
+    if app_token:
+        app_client = make_client(settings, token=app_token)
+        checks.append(("SLACK_APP_TOKEN", app_client.apps_connections_open(app_token=app_token)))
+    for name, call in checks:
+        try:
+            await call
+        except SlackApiError as exc:
+            if error_code(exc) in REFUSED:
+                raise ServeError(f"cannot start: Slack refused {name} ({error_code(exc)}). "
+                                 "Copy it again from the app's settings; `brain doctor` "
+                                 "checks it.") from None
+            log.warning("checking %s: %s", name, error_code(exc))
+        except SlackClientError as exc:
+            log.warning("could not check %s (Slack unreachable?): %s", name, exc)
+
+
+async def _start_site(webapp: web.Application, host: str, port: int) -> web.AppRunner:
+    runner = web.AppRunner(webapp, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
+
+
+async def serve_http(bot: SlackBot, host: str, port: int, stop: asyncio.Event) -> None:
+    runner = await _start_site(bot.web_app(), host, port)
+    log.info("serving Slack events on http://%s:%d%s", host, port, EVENTS_PATH)
+    print(f"brain: listening on http://{host}:{port}{EVENTS_PATH}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()  # stop taking requests first, then finish accepted work
+
+
+async def serve_socket(bot: SlackBot, app_token: str, host: str, health_port: int | None,
+                       stop: asyncio.Event) -> None:
+    """Socket Mode (no public URL needed); /health is still served for container checks."""
+    handler = AsyncSocketModeHandler(bot.app, app_token)
+    runner = None
+    try:
+        if health_port is not None:
+            health = web.Application()
+            health.add_routes([web.get(HEALTH_PATH, bot.health)])
+            runner = await _start_site(health, host, health_port)
+        await _unless_stopped(stop, handler.connect_async())
+        print("brain: connected to Slack (Socket Mode)", flush=True)
+        await stop.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await handler.close_async()
+        if runner is not None:
+            await runner.cleanup()
+
+
+async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None:
+    """Start the brain and serve Slack until SIGINT/SIGTERM."""
+    from bot.brain import Brain
+
+    http = http or not settings.slack_app_token  # Socket Mode needs the app token
+    check_serve_settings(settings, http=http)
+    stop = _stop_event()
+    try:
+        await _unless_stopped(stop, _check_tokens(settings, None if http
+                                                  else settings.slack_app_token))
+        brain = await _unless_stopped(stop, Brain.start(settings))
+    except Stopped:
+        return
+    bot = SlackBot(brain, settings)
+    try:
+        bot.start()
+        if http:
+            await serve_http(bot, host, port, stop)
+        else:
+            assert settings.slack_app_token
+            await serve_socket(bot, settings.slack_app_token, host, port, stop)
+    except Stopped:
+        pass
+    finally:
+        await bot.close()
+        await brain.close()

@@ -1,0 +1,161 @@
+"""Web API calls the bot makes, each logged on failure (with a reference id), never silent.
+
+`post_once` is how a job replies: the reply carries the job's key in its message metadata, and
+a job that runs again after a crash looks for that reply in the thread before posting, so the
+user sees one answer however often the work ran.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.config import Settings
+from bot.jobs import JobContext
+from bot.slack import cards
+from bot.slack.cards import SlackMessage
+
+log = logging.getLogger(__name__)
+
+RATE_LIMIT_RETRIES = 2
+REPLY_EVENT = "brain_reply"  # message metadata event_type of the bot's replies
+PROGRESS_REACTION = "hourglass_flowing_sand"
+# Errors a retry cannot fix: the job ends (logged) instead of running again.
+PERMANENT = frozenset({"channel_not_found", "not_in_channel", "is_archived", "msg_too_long",
+                       "invalid_blocks", "no_text", "user_not_found", "account_inactive",
+                       "invalid_auth", "not_authed", "token_revoked", "cannot_dm_bot",
+                       "message_not_found", "cant_update_message", "restricted_action"})
+
+
+def api_base_url(settings: Settings) -> str | None:
+    """SLACK_API_URL with the trailing slash the SDK's urljoin needs."""
+    url = settings.slack_api_url
+    if not url:
+        return None
+    return url if url.endswith("/") else url + "/"
+
+
+def make_client(settings: Settings, token: str | None = None) -> AsyncWebClient:
+    """A Web API client for SLACK_API_URL (if set) that honours Retry-After on 429."""
+    kwargs: dict[str, Any] = {}
+    base = api_base_url(settings)
+    if base:
+        kwargs["base_url"] = base
+    client = AsyncWebClient(token=token or settings.slack_bot_token, **kwargs)
+    client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
+    return client
+
+
+def error_code(exc: SlackClientError) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or exc)
+    return str(exc)
+
+
+def permanent(exc: SlackClientError) -> bool:
+    return isinstance(exc, SlackApiError) and error_code(exc) in PERMANENT
+
+
+async def post_once(client: AsyncWebClient, job: JobContext, channel: str,
+                    thread_ts: str | None, msg: SlackMessage, *, slot: str = "reply") -> str | None:
+    """Post `msg` for this job at most once; returns its ts (None when Slack refused it for
+    good). Raises on a failure worth retrying, so the job runs again."""
+    done = job.result.get(f"{slot}_ts")
+    if done:
+        return str(done)
+    marker = f"{job.job.key}#{slot}"
+    if job.result.get(f"{slot}_posting"):
+        found = await find_posted(client, channel, thread_ts, marker)
+        if found:
+            await job.remember(**{f"{slot}_ts": found})
+            return found
+    await job.remember(**{f"{slot}_posting": True})
+    kwargs: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
+    try:
+        resp = await client.chat_postMessage(
+            channel=channel, text=msg.text, blocks=msg.blocks,
+            metadata={"event_type": REPLY_EVENT, "event_payload": {"job": marker}}, **kwargs)
+    except SlackClientError as exc:
+        log.error("chat.postMessage failed (ref %s) in %s/%s: %s", cards.new_ref(), channel,
+                  thread_ts, error_code(exc))
+        if permanent(exc):
+            return None
+        raise
+    ts = str(resp.get("ts") or "")
+    await job.remember(**{f"{slot}_ts": ts})
+    return ts or None
+
+
+async def find_posted(client: AsyncWebClient, channel: str, thread_ts: str | None,
+                      marker: str) -> str | None:
+    """The ts of the bot's message carrying `marker` in its metadata, if it was posted."""
+    try:
+        if thread_ts:
+            resp = await client.conversations_replies(channel=channel, ts=thread_ts,
+                                                      include_all_metadata=True, limit=200)
+        else:
+            resp = await client.conversations_history(channel=channel,
+                                                      include_all_metadata=True, limit=50)
+    except SlackClientError as exc:
+        log.warning("could not look for an earlier reply in %s/%s: %s", channel, thread_ts,
+                    error_code(exc))
+        return None
+    for message in resp.get("messages") or []:
+        meta = message.get("metadata") or {}
+        if meta.get("event_type") == REPLY_EVENT and \
+                (meta.get("event_payload") or {}).get("job") == marker:
+            return str(message.get("ts"))
+    return None
+
+
+async def update(client: AsyncWebClient, channel: str, ts: str, msg: SlackMessage) -> bool:
+    try:
+        await client.chat_update(channel=channel, ts=ts, text=msg.text, blocks=msg.blocks)
+        return True
+    except SlackClientError as exc:
+        log.error("chat.update failed (ref %s) for %s/%s: %s", cards.new_ref(), channel, ts,
+                  error_code(exc))
+        return False
+
+
+async def ephemeral(client: AsyncWebClient, channel: str, user: str, text: str,
+                    thread_ts: str | None = None, *, escape: bool = True) -> None:
+    """A message only `user` sees. `text` is escaped unless the bot built it (a mention)."""
+    try:
+        kwargs: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
+        shown = cards.escape(text) if escape else text
+        msg = cards.message([cards.section(shown)], shown)
+        await client.chat_postEphemeral(channel=channel, user=user, text=msg.text,
+                                        blocks=msg.blocks, **kwargs)
+    except SlackClientError as exc:
+        log.error("chat.postEphemeral failed (ref %s) for %s: %s", cards.new_ref(), user,
+                  error_code(exc))
+
+
+async def react(client: AsyncWebClient, method: str, channel: str, ts: str) -> None:
+    """The progress reaction is a nicety: failures are logged and the turn goes on."""
+    try:
+        await getattr(client, method)(channel=channel, timestamp=ts, name=PROGRESS_REACTION)
+    except SlackClientError as exc:
+        log.warning("%s failed on %s/%s: %s", method.replace("_", "."), channel, ts,
+                    error_code(exc))
+
+
+async def respond(response_url: str, msg: SlackMessage) -> bool:
+    """Private answer through a command's response_url; False when it did not arrive."""
+    hook = AsyncWebhookClient(response_url)
+    hook.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
+    try:
+        resp = await hook.send(text=msg.text, blocks=msg.blocks, response_type="ephemeral")
+    except Exception as exc:  # aiohttp/network errors: logged, not silent
+        log.error("response_url post failed (ref %s): %s", cards.new_ref(), exc)
+        return False
+    if resp.status_code >= 300:
+        log.error("response_url answered %s (ref %s)", resp.status_code, cards.new_ref())
+        return False
+    return True

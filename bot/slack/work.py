@@ -1,0 +1,197 @@
+"""The work a Slack job does, run by the worker after the ack: a turn, a button press, a
+`/digest`. Each handler reads everything it needs from the job's payload (so any process can
+run it) and records each effect as it makes it (so a job that runs again does not repeat it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Settings
+from bot.digest import DigestRequest
+from bot.jobs import Handler, JobContext
+from bot.slack import cards, web
+from bot.slack.intake import conversation_key, permalink
+from storage.errors import StorageError  # the Brain's expected failures reach adapters as these
+from storage.types import CATEGORIES
+
+log = logging.getLogger(__name__)
+
+
+class SlackWork:
+    def __init__(self, brain: Any, client: AsyncWebClient, settings: Settings) -> None:
+        self.brain = brain
+        self.client = client
+        self.settings = settings
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"turn": self.turn, "button": self.button, "digest": self.digest}
+
+    # -- a message -------------------------------------------------------------------------
+
+    async def turn(self, job: JobContext) -> None:
+        p = job.job.payload
+        channel, ts, thread_ts, user = p["channel"], p["ts"], p["thread_ts"], p["user"]
+        owner = self.settings.owner
+        if owner and user != owner:
+            msg = cards.message(
+                [cards.section(f"This brain belongs to <@{owner}>; I only file notes for them.")],
+                "This brain belongs to someone else.")
+            await web.post_once(self.client, job, channel, thread_ts, msg)
+            return
+        if "reply_ts" not in job.result:
+            await web.react(self.client, "reactions_add", channel, ts)
+        result = await self.brain.handle(
+            conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
+            text=p["text"], source=permalink(channel, ts), channel=channel,
+            thread_ts=thread_ts, job=job.job)
+        posted = await web.post_once(self.client, job, channel, thread_ts,
+                                     cards.turn_message(result))
+        await web.react(self.client, "reactions_remove", channel, ts)
+        if posted and not job.result.get("linked"):
+            for ch, card_ts, data, text in await self.brain.shown_at(result, channel, posted):
+                await web.update(self.client, ch, card_ts,
+                                 cards.message(cards.moved_blocks(data), cards.escape(text)))
+            await job.remember(linked=True)
+
+    # -- a button on a card ------------------------------------------------------------------
+
+    async def button(self, job: JobContext) -> None:
+        press = job.job.payload["press"]
+        try:
+            entry_id, target = parse_button_value(press["value"])
+        except ValueError as exc:
+            ref = cards.new_ref()
+            log.warning("bad button press (ref %s) from %s: %s", ref, press["user"], exc)
+            await self._tell(press, f"That button doesn't work any more ({exc}; ref {ref}).")
+            return
+        key = conversation_key(press["channel"], press["thread_ts"], press["user"])
+        owner = await self.brain.note_owner(entry_id, key)
+        if owner != press["user"]:
+            log.info("button %s on %s by %s refused: not the owner", press["action_id"],
+                     entry_id, press["user"])
+            who = f"<@{owner}>" if owner else "its owner"
+            await self._tell(press, f"Only {who} can change this note; nothing was changed.",
+                             escape=False)
+            return
+        if press["action_id"] == cards.UNDO_ACTION:
+            await self._undo(job, press, entry_id, key)
+        elif target is not None and press["action_id"] == f"{cards.MOVE_ACTION_PREFIX}{target}":
+            await self._move(press, entry_id, target, key)
+        else:
+            await self._tell(press, "That button doesn't match its note.")
+
+    async def _move(self, press: dict[str, Any], entry_id: str, target: str, key: str) -> None:
+        try:
+            result = await self.brain.move_entry(user_id=press["user"], ref=entry_id,
+                                                 category=target, conversation_key=key)
+        except StorageError as exc:
+            await self._tell(press, f"Couldn't move it: {exc.message}")
+            return
+        text = f"Moved to {cards.title(result.category)}: {result.entry.name}"
+        await web.update(self.client, press["channel"], press["message_ts"],
+                         cards.message(cards.moved_blocks(result.to_dict()), cards.escape(text)))
+
+    async def _undo(self, job: JobContext, press: dict[str, Any], entry_id: str,
+                    key: str) -> None:
+        name = job.result.get("name")
+        path = job.result.get("trashed")
+        if path is None:  # not done by an earlier run of this job
+            receipt = await self.brain.receipt(entry_id)
+            name = _receipt_name(receipt) if receipt else entry_id
+            try:
+                path = await self.brain.trash_entry(user_id=press["user"], ref=entry_id,
+                                                    conversation_key=key)
+            except StorageError as exc:
+                await self._tell(press, f"Couldn't undo it: {exc.message}")
+                return
+            await job.remember(trashed=path, name=name)
+        await web.update(self.client, press["channel"], press["message_ts"],
+                         cards.message(cards.trashed_blocks(str(name), str(path)),
+                                       cards.escape(f"Undone: {name} moved to the trash")))
+
+    async def _tell(self, press: dict[str, Any], text: str, *, escape: bool = True) -> None:
+        await web.ephemeral(self.client, press["channel"], press["user"], text,
+                            press.get("thread_ts"), escape=escape)
+
+    # -- /digest -----------------------------------------------------------------------------
+
+    async def digest(self, job: JobContext) -> None:
+        if job.result.get("responded"):
+            return
+        p = job.job.payload
+        request = DigestRequest(**p["request"])
+        user = p["user"]
+        if request.action == "show":
+            digest = await self.brain.digest(user_id=user, kind=request.kind)
+            msg = cards.digest_message(digest)
+        else:
+            tz = await self.user_tz(user) if request.action == "subscribe" else None
+            reply = await self.brain.digest_settings(user_id=user, request=request,
+                                                     channel=p.get("channel"), tz=tz)
+            msg = cards.message([cards.section(cards.escape(reply))], cards.escape(reply))
+        if not await web.respond(p["response_url"], msg):
+            raise RuntimeError("the answer did not reach the response_url")
+        await job.remember(responded=True)
+
+    async def user_tz(self, user_id: str) -> str | None:
+        """The user's Slack time zone (users.info), for scheduling in their own morning."""
+        try:
+            info = await self.client.users_info(user=user_id)
+            tz = (info.get("user") or {}).get("tz")
+            return str(tz) if tz else None
+        except Exception as exc:  # a missing scope or a network error: fall back, say so
+            log.warning("users.info for %s failed, using BRAIN_TZ: %s", user_id, exc)
+            return None
+
+    async def deliver_digest(self, sub: Any, slot: Any) -> None:
+        """A scheduled digest, as a DM (a user id as the channel opens the bot's DM)."""
+        digest = await self.brain.digest(user_id=sub.user_id, kind=sub.kind,
+                                         today=slot.date(), tz=sub.tz)
+        msg = cards.digest_message(digest)
+        await self.client.chat_postMessage(channel=sub.channel or sub.user_id, text=msg.text,
+                                           blocks=msg.blocks)
+
+    # -- when a job fails for good ------------------------------------------------------------
+
+    async def give_up(self, job: JobContext, reason: str) -> None:
+        """Tell the user plainly; the message they sent is in the journal (and, for a thought,
+        the turn's rescue already put it in the inbox when the turn itself ran)."""
+        ref = cards.new_ref()
+        log.error("job %s given up (ref %s): %s", job.job.id, ref, reason)
+        p = job.job.payload
+        msg = cards.error_message(ref, "I could not finish this; please send it again.")
+        if job.job.kind == "turn":
+            if "reply_ts" not in job.result:
+                await web.post_once(self.client, job, p["channel"], p["thread_ts"], msg)
+            await web.react(self.client, "reactions_remove", p["channel"], p["ts"])
+        elif job.job.kind == "digest":
+            await web.respond(p["response_url"], msg)
+        elif job.job.kind == "button":
+            press = p["press"]
+            await web.ephemeral(self.client, press["channel"], press["user"], msg.text,
+                                press.get("thread_ts"))
+
+
+def parse_button_value(value: str) -> tuple[str, str | None]:
+    """(entry id, target category) from a button's value; ValueError when malformed."""
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError("the button value is not JSON") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("entry_id"), str) \
+            or not data["entry_id"]:
+        raise ValueError("the button names no note")
+    target = data.get("to")
+    if target is not None and target not in CATEGORIES:
+        raise ValueError(f"unknown category {str(target)[:30]!r}")
+    return data["entry_id"], target
+
+
+def _receipt_name(receipt: Any) -> str:
+    path = str(receipt.path)
+    return path.rsplit("/", 1)[-1].removesuffix(".md") or path
