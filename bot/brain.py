@@ -263,6 +263,33 @@ class Brain:
             await s.commit()
         await self._finish(conv.id, turn_id, outcome, status="ok")
 
+    # -- conversations, for `brain chat` and `brain log` ---------------------------------------
+
+    async def recent_conversations(self, user_id: str,
+                                   limit: int = 5) -> list[repositories.ConversationRow]:
+        async with self.db.session() as s:
+            return await repositories.recent_conversations(s, user_id, limit=limit)
+
+    async def conversation_key(self, ref: str) -> str | None:
+        """The key of the conversation `ref` names (its key or its number), or None."""
+        async with self.db.session() as s:
+            row = await repositories.get_conversation(s, ref)
+            if row is None and ref.isdigit():
+                row = await repositories.get_conversation_by_id(s, int(ref))
+        return row.key if row is not None else None
+
+    async def turn_log(self, conversation_key: str | None = None,
+                       limit: int = 10) -> list[repositories.TurnRow]:
+        """The latest turns (of one conversation, or all), newest first, with tool runs."""
+        async with self.db.session() as s:
+            conv_id = None
+            if conversation_key is not None:
+                row = await repositories.get_conversation(s, conversation_key)
+                if row is None:
+                    return []
+                conv_id = row.id
+            return await repositories.turns_for_log(s, conv_id, limit=limit)
+
     # -- what adapters ask about threads and receipts ----------------------------------------
 
     async def thread_known(self, channel: str, thread_ts: str) -> bool:

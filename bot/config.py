@@ -35,6 +35,8 @@ class Settings(BaseSettings):
                                         alias="BRAIN_CONFIDENCE_THRESHOLD")
     max_iterations: int = Field(default=8, ge=1, le=50, alias="BRAIN_MAX_ITERATIONS")
     tz: str = Field(default="UTC", alias="BRAIN_TZ")
+    # Message and note text in logs (SDK request bodies at DEBUG included): off unless set.
+    log_content: bool = Field(default=False, alias="BRAIN_LOG_CONTENT")
 
     @property
     def vault_root(self) -> Path:

@@ -13,7 +13,6 @@ from bot.brain import Brain, TurnResult
 from bot.commands.common import add_common, fail, print_json, run, user_id
 from bot.config import Settings
 from bot.llm.types import LLMError
-from storage import repositories
 
 
 def register(sub: Any) -> None:
@@ -45,7 +44,8 @@ def _print_turn(result: TurnResult, verbose: bool, out: TextIO) -> None:
             print(f"  → {e.tool} {args} {e.status}{detail} {e.duration_ms:.0f} ms", file=out)
         print(f"  [{result.llm_calls} LLM call(s), {result.usage.input_tokens} in / "
               f"{result.usage.output_tokens} out tokens]", file=out)
-    print(result.text or "(no answer)", file=out)
+    print(result.text or "(the brain sent no reply; `brain log` shows what the turn did)",
+          file=out)
     out.flush()
 
 
@@ -55,8 +55,7 @@ async def _pick_conversation(brain: Brain, user: str, args: argparse.Namespace) 
     new_key = f"cli:{user}:{uuid.uuid4().hex[:8]}"
     if args.new or not sys.stdin.isatty():
         return new_key  # piped input is all messages: no menu to answer
-    async with brain.db.session() as s:
-        recent = await repositories.recent_conversations(s, user, limit=5)
+    recent = await brain.recent_conversations(user, limit=5)
     if not recent:
         return new_key
     print("Recent conversations:")
@@ -69,13 +68,10 @@ async def _pick_conversation(brain: Brain, user: str, args: argparse.Namespace) 
 
 
 async def _conversation_key(brain: Brain, ref: str) -> str:
-    async with brain.db.session() as s:
-        row = await repositories.get_conversation(s, ref)
-        if row is None and ref.isdigit():
-            row = await repositories.get_conversation_by_id(s, int(ref))
-    if row is None:
+    key = await brain.conversation_key(ref)
+    if key is None:
         raise SystemExit(fail(f"no conversation {ref!r}; `brain log` lists them"))
-    return row.key
+    return key
 
 
 async def _chat(args: argparse.Namespace) -> int:
@@ -132,14 +128,8 @@ async def _log(args: argparse.Namespace) -> int:
     settings = Settings()
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
-        conv_id = None
-        if args.conversation:
-            key = await _conversation_key(brain, args.conversation)
-            async with brain.db.session() as s:
-                row = await repositories.get_conversation(s, key)
-            conv_id = row.id if row else None
-        async with brain.db.session() as s:
-            turns = await repositories.turns_for_log(s, conv_id, limit=args.limit)
+        key = await _conversation_key(brain, args.conversation) if args.conversation else None
+        turns = await brain.turn_log(key, limit=args.limit)
         if args.json:
             print_json([_turn_dict(t) for t in turns])
             return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 import tempfile
@@ -37,12 +36,12 @@ def register(sub: Any) -> None:  # argparse subparsers
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from bot.logs import setup_logging
     from bot.slack.serve import ServeError, serve
 
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings()
+        setup_logging(args.log_level, log_content=settings.log_content)
         asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
     except ServeError as exc:
         print(f"brain: {exc}", file=sys.stderr)

@@ -154,7 +154,9 @@ async def _ask_llm(data: DigestData, provider: Provider) -> tuple[dict[str, Any]
             errors = [str(exc)]
         if not errors:
             return answer, attempt
-        log.warning("digest answer failed validation (attempt %d): %s", attempt, errors)
+        # The problems quote the model's text (the user's notes): counted here, not logged.
+        log.warning("digest answer failed validation (attempt %d): %d problem(s)", attempt,
+                    len(errors))
         messages = [
             *messages,
             Message(role="assistant", content=completion.text or json.dumps(completion.parsed)),

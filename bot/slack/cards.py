@@ -366,17 +366,20 @@ def turn_message(result: Any) -> SlackMessage:
         blocks.append(runs)
     if not blocks:
         blocks.append(section("Done."))
-    fallback = reply or "\n".join(summaries) or "Done."
+    # The fallback text is mrkdwn too (notifications render it): escaped like the blocks, so
+    # model text cannot ping @channel or forge a link there either.
+    fallback = escape(reply or "\n".join(summaries)) or "Done."
     return message(blocks, clip(fallback, MAX_MESSAGE_TEXT))
 
 
 def digest_message(digest: Any) -> SlackMessage:
     """A digest from brain.digest(): its own blocks when valid, else its text."""
-    text = clip(str(getattr(digest, "text", "") or "Your digest is empty."), MAX_MESSAGE_TEXT)
+    text = clip(escape(str(getattr(digest, "text", "") or "Your digest is empty.")),
+                MAX_MESSAGE_TEXT)
     raw_blocks = list(getattr(digest, "blocks", None) or [])
     if raw_blocks:
         try:
             return message(raw_blocks[:MAX_BLOCKS], text)
         except MessageInvalid:
             pass  # fall back to plain sections rather than lose the digest
-    return message(text_sections(escape(text))[:MAX_BLOCKS], text)
+    return message(text_sections(text)[:MAX_BLOCKS], text)
