@@ -10,15 +10,18 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from aiohttp.test_utils import TestServer
 
 from bot.config import Settings
 from bot.slack.cards import validate_message
 from storage import repositories
+from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import (
     CHANNEL,
@@ -84,7 +87,7 @@ def posted_ts(fake: FakeSlack, n: int = 0) -> str:
 def make_settings(data_dir: Path, fake: FakeSlack, **extra: Any) -> Settings:
     values: dict[str, Any] = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
                               "SLACK_API_URL": fake.api_url, "BRAIN_DATA_DIR": str(data_dir),
-                              "BRAIN_LLM": "offline"}
+                              "BRAIN_LLM": "offline", **database_env(data_dir)}
     values.update(extra)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
@@ -272,16 +275,15 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
 
 
 async def test_old_event_ids_are_forgotten_fresh_ones_kept(slack: Harness) -> None:
-    import sqlite3
-
     db = slack.bot.brain.db
     async with db.session() as s:
         assert await repositories.claim_event(s, "EvOld")
         assert await repositories.claim_event(s, "EvFresh")
         await s.commit()
-    with sqlite3.connect(slack.data_dir / "brain.db") as con:  # two days pass for EvOld
-        con.execute("UPDATE processed_events SET received_at = datetime('now', '-2 days') "
-                    "WHERE event_id = 'EvOld'")
+    async with db.engine.begin() as conn:  # two days pass for EvOld
+        await conn.execute(sa.text("UPDATE processed_events SET received_at = :t "
+                                "WHERE event_id = 'EvOld'"),
+                           {"t": datetime.now(UTC) - timedelta(days=2)})
     slack.bot.start_scheduler()
     await asyncio.sleep(0.3)
     async with db.session() as s:
