@@ -92,7 +92,7 @@ def _rules(rel: str, imp: Import) -> list[str]:
         why.append("openai only in bot/llm/openai_provider.py")
     if top == "anthropic" and rel != "bot/llm/anthropic_provider.py":
         why.append("anthropic only in bot/llm/anthropic_provider.py")
-    if top in ("sqlalchemy", "alembic", "aiosqlite") and not rel.startswith("storage/"):
+    if top in ("sqlalchemy", "alembic", "aiosqlite", "asyncpg") and not rel.startswith("storage/"):
         why.append("SQL (sqlalchemy/alembic/aiosqlite) only in storage/")
     if rel.startswith("bot/llm/") and imp.under("bot.slack"):
         why.append("bot/llm must not import bot.slack")

@@ -17,6 +17,7 @@ from tests.bot.fake_llm_server import (
     openai_text,
     openai_tool_calls,
 )
+from tests.databases import database_env
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
         "BRAIN_LLM", "BRAIN_MODEL", "BRAIN_OWNER", "BRAIN_VAULT_DIR", "DATABASE_URL")
@@ -25,7 +26,7 @@ KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BAS
 def brain(tmp_path: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k not in KEYS}
     full.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_LLM_MAX_RETRIES": "0",
-                 "BRAIN_LLM_TIMEOUT": "5"}, **env)
+                 "BRAIN_LLM_TIMEOUT": "5", **database_env(tmp_path)}, **env)
     return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, text=True,
                           capture_output=True, env=full, cwd=tmp_path, timeout=60)
 

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.databases import database_env, on_postgres
 from tests.shared import REAL_VAULT as SHARED_REAL_VAULT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,6 +52,7 @@ def make_brain(tmp: Path, vault: Path) -> Callable[..., Result]:
            if not k.startswith(("BRAIN_", "SLACK_", "OPENAI_", "ANTHROPIC_"))
            and k != "DATABASE_URL"}
     env["BRAIN_DATA_DIR"] = str(tmp / "data")
+    env.update(database_env(tmp))
     env["PYTHONPATH"] = str(REPO)
 
     def brain(*args: str, vault_arg: bool = True) -> Result:
@@ -136,8 +138,8 @@ def test_add_list_search_show_update_move_backlinks_round_trip(tmp_path: Path) -
     stats = brain("reindex", "--json").json()
     assert set(stats) == {"added", "updated", "removed", "unchanged", "seconds"}
     assert stats["unchanged"] == 2 and stats["added"] == stats["removed"] == 0
-    # the database stays in BRAIN_DATA_DIR, never inside the vault
-    assert list((tmp_path / "data").rglob("*.db"))
+    # the database stays in BRAIN_DATA_DIR (SQLite) or the server, never inside the vault
+    assert bool(list((tmp_path / "data").rglob("*.db"))) is not on_postgres()
     assert not [p for p in vault.rglob("*") if p.suffix in (".db", ".sqlite")]
 
 

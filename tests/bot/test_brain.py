@@ -13,10 +13,12 @@ from bot.config import Settings
 from bot.llm.configs import make_provider, select_config
 from storage import repositories
 from tests.bot.scripted import ScriptedProvider, call, text, tools
+from tests.databases import database_env
 from tools.registry import tool_specs
 
 
 def _settings(tmp_path: Path, **env: str) -> Settings:
+    env = {**database_env(tmp_path), **env}
     return Settings(BRAIN_DATA_DIR=tmp_path / "data", **env)  # type: ignore[call-arg]
 
 

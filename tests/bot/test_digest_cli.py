@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.databases import database_env, on_postgres
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,7 +44,7 @@ def brain(tmp_path: Path, *args: str, llm: str = "offline") -> subprocess.Comple
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "ANTHROPIC_", "BRAIN_", "DATABASE_", "SLACK_"))}
     env.update(BRAIN_LLM=llm, BRAIN_DATA_DIR=str(tmp_path / "data"), BRAIN_TZ="UTC",
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=str(ROOT), **database_env(tmp_path))
     return subprocess.run([sys.executable, "-m", "bot.cli", "digest", *args], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=60)
 
@@ -56,7 +58,7 @@ def test_daily_names_project_person_and_admin(tmp_path: Path, vault: Path) -> No
     assert "Renew the car insurance" in text
     assert "Taxes" not in text and "Old garden" not in text  # done: not due, not active
     assert len(text.split()) <= 150
-    assert (tmp_path / "data" / "brain.db").is_file()
+    assert (tmp_path / "data" / "brain.db").is_file() is not on_postgres()
 
 
 def test_json_form_without_a_key_falls_back_to_rules(tmp_path: Path, vault: Path) -> None:

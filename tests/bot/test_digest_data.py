@@ -29,6 +29,7 @@ from storage import repositories
 from storage.db import Database
 from storage.store import Store
 from storage.vault import Vault
+from tests.databases import fresh_url
 
 TODAY = date(2026, 6, 15)
 NOON = datetime(2026, 6, 15, 12, tzinfo=UTC)
@@ -157,7 +158,7 @@ def test_every_item_satisfies_its_filter_and_bounds(base: Path, specs: list[Spec
     exp = expected(notes)
 
     async def go() -> None:
-        db = await Database.open(f"sqlite+aiosqlite:///{base / 'brain.db'}")
+        db = await Database.open(fresh_url(base))
         try:
             check(await build(db, root, "daily"), exp)
             check(await build(db, root, "weekly"), exp)
@@ -169,7 +170,7 @@ def test_every_item_satisfies_its_filter_and_bounds(base: Path, specs: list[Spec
 
 @pytest.fixture
 async def db(tmp_path: Path) -> Any:
-    database = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}")
+    database = await Database.open(fresh_url(tmp_path))
     yield database
     await database.close()
 

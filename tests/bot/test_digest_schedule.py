@@ -22,11 +22,12 @@ from bot.digest.schedule import (
 from storage import repositories
 from storage.db import Database
 from storage.repositories import SubscriptionRow
+from tests.databases import fresh_url
 
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}")
+    database = await Database.open(fresh_url(tmp_path))
     yield database
     await database.close()
 

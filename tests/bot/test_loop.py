@@ -14,6 +14,7 @@ from storage.db import Database
 from storage.store import Store
 from storage.vault import Vault
 from tests.bot.scripted import ScriptedProvider, call, text, tools
+from tests.databases import fresh_url
 from tools import registry
 from tools.base import Tool, ToolContext, ToolOutput
 from tools.registry import TOOLS, Execution, execute, tool_specs
@@ -23,7 +24,7 @@ SPECS = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_sp
 
 @pytest.fixture
 async def ctx(tmp_path: Path):
-    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path}/brain.db")
+    db = await Database.open(fresh_url(tmp_path))
     store = Store(Vault(tmp_path / "vault"), db)
     yield ToolContext(store=store, db=db, user_id="u1")
     await db.close()

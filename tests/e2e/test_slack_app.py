@@ -9,15 +9,18 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from aiohttp.test_utils import TestServer
 
 from bot.config import Settings
 from bot.slack.cards import validate_message
 from storage import repositories
+from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import (
     CHANNEL,
@@ -80,7 +83,7 @@ def posted_ts(fake: FakeSlack, n: int = 0) -> str:
 def make_settings(data_dir: Path, fake: FakeSlack, **extra: Any) -> Settings:
     values: dict[str, Any] = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
                               "SLACK_API_URL": fake.api_url, "BRAIN_DATA_DIR": str(data_dir),
-                              "BRAIN_LLM": "offline"}
+                              "BRAIN_LLM": "offline", **database_env(data_dir)}
     values.update(extra)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
@@ -269,15 +272,13 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
 
 
 async def test_finished_jobs_are_forgotten_after_a_day_open_ones_never(slack: Harness) -> None:
-    import sqlite3
-
     await slack.file_dm()
     jobs = slack.bot.brain.jobs
     await jobs.record(key="event:EvOpen", kind="nothing", user_id=USER, lane="x",
                       payload={})
-    with sqlite3.connect(slack.data_dir / "brain.db") as con:  # two days pass
-        con.execute("UPDATE jobs SET finished_at = datetime('now', '-2 days'), "
-                    "created_at = datetime('now', '-2 days')")
+    async with slack.bot.brain.db.engine.begin() as conn:  # two days pass
+        await conn.execute(sa.text("UPDATE jobs SET finished_at = :t WHERE state = 'done'"),
+                           {"t": datetime.now(UTC) - timedelta(days=2)})
     assert await jobs.prune() == 1  # the DM's finished job; the open one stays
     assert await jobs.by_key("event:EvOpen") is not None
     assert await jobs.by_key("event:Ev0SB0000001") is None

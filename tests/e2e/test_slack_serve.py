@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event, vault_files
 
@@ -93,7 +94,7 @@ async def test_served_over_http_files_once_even_across_a_restart(
     port = free_port()
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
-                    BRAIN_LLM="offline")
+                    BRAIN_LLM="offline", **database_env(tmp_path))
     url = f"http://127.0.0.1:{port}"
     event = message_event("Call the dentist about the crown next Tuesday", ts=DM_TS,
                           event_id="Ev0SB0000001")
@@ -147,7 +148,7 @@ async def test_serve_without_tokens_says_what_is_missing(tmp_path: Path) -> None
 async def test_doctor_reports_problems_and_fixes(fake: FakeSlack, tmp_path: Path) -> None:
     good = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                      SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "d"),
-                     BRAIN_LLM="offline")
+                     BRAIN_LLM="offline", **database_env(tmp_path))
     proc = await brain("doctor", env=good, cwd=tmp_path)
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert proc.returncode == 0, out.decode()

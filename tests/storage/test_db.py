@@ -16,12 +16,18 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.db import MIGRATIONS_DIR, Database, async_url, default_url
 from storage.models import CORE_TABLES, Base
+from tests.databases import fresh_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def url_for(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path}"
+
+
+def blank(tmp_path: Path, name: str = "brain") -> str:
+    """A database with no tables yet (the test's SQLite file or PostgreSQL database)."""
+    return fresh_url(tmp_path, name, migrated=False)
 
 
 def migration_head() -> str:
@@ -32,11 +38,17 @@ def migration_head() -> str:
     return head
 
 
-async def test_open_creates_folder_and_every_core_table(tmp_path: Path) -> None:
+@pytest.mark.sqlite_only
+async def test_open_creates_the_folder_of_a_sqlite_file(tmp_path: Path) -> None:
     db_file = tmp_path / "deep" / "er" / "brain.db"
     db = await Database.open(url_for(db_file))
+    await db.close()
+    assert db_file.is_file()
+
+
+async def test_open_creates_every_core_table_at_head(tmp_path: Path) -> None:
+    db = await Database.open(blank(tmp_path))
     try:
-        assert db_file.is_file()
         async with db.engine.connect() as conn:
             names = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
             version = (await conn.execute(text("SELECT version_num FROM alembic_version"))
@@ -65,8 +77,8 @@ def _schema(conn: Connection) -> dict[str, object]:
 
 
 async def test_migration_matches_the_models(tmp_path: Path) -> None:
-    migrated = await Database.open(url_for(tmp_path / "migrated.db"))
-    from_models = await Database.open(url_for(tmp_path / "models.db"))
+    migrated = await Database.open(blank(tmp_path, "migrated"))
+    from_models = await Database.open(blank(tmp_path, "models"))
     try:
         # A second database built straight from the ORM metadata: both must look the same.
         async with from_models.engine.begin() as conn:
@@ -81,6 +93,7 @@ async def test_migration_matches_the_models(tmp_path: Path) -> None:
         await from_models.close()
 
 
+@pytest.mark.sqlite_only
 async def test_pragmas_hold_on_every_connection(tmp_path: Path) -> None:
     db = await Database.open(url_for(tmp_path / "brain.db"))
     try:
@@ -96,7 +109,7 @@ async def test_pragmas_hold_on_every_connection(tmp_path: Path) -> None:
 
 
 async def test_foreign_keys_are_enforced(tmp_path: Path) -> None:
-    db = await Database.open(url_for(tmp_path / "brain.db"))
+    db = await Database.open(blank(tmp_path))
     try:
         async with db.session() as s:
             with pytest.raises(IntegrityError):
@@ -109,7 +122,7 @@ async def test_foreign_keys_are_enforced(tmp_path: Path) -> None:
 
 
 async def test_reopen_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
-    url = url_for(tmp_path / "brain.db")
+    url = blank(tmp_path)
     db = await Database.open(url)
     async with db.session() as s:
         await s.execute(text("INSERT INTO processed_events VALUES ('e1', '2024-01-01 00:00:00')"))
@@ -125,7 +138,7 @@ async def test_reopen_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> N
 
 
 async def test_concurrent_opens_in_one_process(tmp_path: Path) -> None:
-    url = url_for(tmp_path / "brain.db")
+    url = blank(tmp_path)
     dbs = await asyncio.gather(*(Database.open(url) for _ in range(4)))
     try:
         async with dbs[-1].engine.connect() as conn:
@@ -138,7 +151,8 @@ async def test_concurrent_opens_in_one_process(tmp_path: Path) -> None:
 
 
 def test_two_processes_open_a_new_database_at_once(tmp_path: Path) -> None:
-    url = url_for(tmp_path / "shared" / "brain.db")
+    (tmp_path / "shared").mkdir()
+    url = blank(tmp_path / "shared")
     script = (
         "import asyncio, sys\n"
         "from storage.db import Database\n"
@@ -155,6 +169,7 @@ def test_two_processes_open_a_new_database_at_once(tmp_path: Path) -> None:
         assert p.returncode == 0, err
 
 
+@pytest.mark.sqlite_only
 async def test_in_memory_database_works() -> None:
     db = await Database.open("sqlite+aiosqlite:///:memory:")
     try:
@@ -170,9 +185,15 @@ def test_default_url_points_into_the_data_dir(tmp_path: Path) -> None:
     assert default_url(tmp_path) == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'brain.db'}"
 
 
-async def test_a_url_without_driver_gets_the_async_one(tmp_path: Path) -> None:
+def test_a_url_without_driver_gets_the_async_one() -> None:
     assert async_url("postgres://u@h/db") == "postgresql+asyncpg://u@h/db"
+    assert async_url("postgresql://u@h/db") == "postgresql+asyncpg://u@h/db"
     assert async_url("postgresql+psycopg://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert async_url("sqlite:///x.db") == "sqlite+aiosqlite:///x.db"
+
+
+@pytest.mark.sqlite_only
+async def test_a_plain_sqlite_url_opens_with_the_pragmas(tmp_path: Path) -> None:
     db = await Database.open(f"sqlite:///{tmp_path / 'plain.db'}")
     try:
         assert db.url == f"sqlite+aiosqlite:///{tmp_path / 'plain.db'}"
@@ -184,14 +205,14 @@ async def test_a_url_without_driver_gets_the_async_one(tmp_path: Path) -> None:
 
 def test_alembic_command_line_path_migrates_from_the_url(tmp_path: Path) -> None:
     """env.py without a connection (the `alembic` command) builds its own engine."""
-    db_file = tmp_path / "cli.db"
+    url = blank(tmp_path, "cli")
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.set_main_option("sqlalchemy.url", url_for(db_file))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     command.upgrade(cfg, "head")
 
     async def tables() -> set[str]:
-        db = await Database.open(url_for(db_file))  # finds head applied, changes nothing
+        db = await Database.open(url)  # finds head applied, changes nothing
         try:
             async with db.engine.connect() as conn:
                 return await conn.run_sync(lambda c: set(inspect(c).get_table_names()))

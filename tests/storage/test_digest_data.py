@@ -13,11 +13,12 @@ from storage import digest_data, repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.models import Capture
+from tests.databases import fresh_url
 
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}")
+    database = await Database.open(fresh_url(tmp_path))
     yield database
     await database.close()
 

@@ -16,16 +16,13 @@ from hypothesis import strategies as st
 from storage.db import Database
 from storage.index import SearchIndex, fts_expression, query_tokens
 from storage.vault import Vault
+from tests.databases import fresh_url
 from tests.storage.conftest import ODD_NOTES
-
-
-def url_for(path: Path) -> str:
-    return f"sqlite+aiosqlite:///{path}"
 
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(url_for(tmp_path / "brain.db"))
+    database = await Database.open(fresh_url(tmp_path))
     yield database
     await database.close()
 
@@ -296,7 +293,7 @@ def test_any_text_is_a_safe_query(tmp_path: Path) -> None:
     vault = Vault(tmp_path / "v")
     write(vault, "ideas/a.md", note("Alpha beta", "gamma delta"))
     index = SearchIndex(vault)
-    db = loop.run_until_complete(Database.open(url_for(tmp_path / "h.db")))
+    db = loop.run_until_complete(Database.open(fresh_url(tmp_path, "h")))
     loop.run_until_complete(refreshed(db, index))
 
     @settings(max_examples=150, deadline=None,
@@ -343,7 +340,7 @@ NOTE_SPECS = st.lists(st.tuples(
 
 def test_list_filters_limit_and_total_hold(tmp_path: Path) -> None:
     loop = asyncio.new_event_loop()
-    db = loop.run_until_complete(Database.open(url_for(tmp_path / "p.db")))
+    db = loop.run_until_complete(Database.open(fresh_url(tmp_path, "p")))
 
     @settings(max_examples=40, deadline=None)
     @given(NOTE_SPECS, st.sampled_from([None, "people", "projects", "ideas", "admin", "inbox"]),

@@ -15,6 +15,7 @@ import pytest
 from storage.db import Database
 from storage.store import Store
 from storage.vault import Vault
+from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
 
 REAL = REAL_VAULT
@@ -50,7 +51,7 @@ async def test_real_vault_indexes_searches_and_links(tmp_path: Path, sub: str, t
                                                     source: str) -> None:
     root = (REAL / sub).resolve()
     before = digests(root)
-    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}")
+    db = await Database.open(fresh_url(tmp_path))
     try:
         store = Store(Vault(root), db)
         stats = await store.refresh()

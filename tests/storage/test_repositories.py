@@ -18,11 +18,12 @@ from storage import repositories as repo
 from storage.db import Database
 from storage.errors import InvalidValue, NotFound
 from storage.models import Capture, DigestSubscription, Message
+from tests.databases import fresh_url
 
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}")
+    database = await Database.open(fresh_url(tmp_path))
     yield database
     await database.close()
 
@@ -226,8 +227,8 @@ def test_seq_is_contiguous_per_conversation_and_turns_come_back_in_order(
     messages are numbered 0..n-1 in the order saved, and come back grouped by whole turn."""
 
     async def scenario() -> None:
-        path = tmp_path_factory.mktemp("prop") / "brain.db"
-        database = await Database.open(f"sqlite+aiosqlite:///{path}")
+        path = tmp_path_factory.mktemp("prop")
+        database = await Database.open(fresh_url(path))
         try:
             convs = [await new_conversation(database, f"cli:u:{i}") for i in range(2)]
             expected: dict[int, list[list[str]]] = {c: [] for c in convs}
@@ -353,7 +354,7 @@ async def claim(db: Database, event_id: str) -> bool:
 
 
 async def test_claim_event_once_only_even_after_restart(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}"
+    url = fresh_url(tmp_path)
     db = await Database.open(url)
     assert await claim(db, "Ev1") is True
     assert await claim(db, "Ev1") is False
@@ -368,7 +369,7 @@ async def test_claim_event_once_only_even_after_restart(tmp_path: Path) -> None:
 
 
 async def test_twenty_concurrent_claimers_one_winner(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}"
+    url = fresh_url(tmp_path)
     # Two Database objects stand in for two replicas sharing the file.
     dbs = [await Database.open(url), await Database.open(url)]
     try:

@@ -14,11 +14,12 @@ from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound, UnsafePath
 from storage.store import Store
 from storage.vault import Vault
+from tests.databases import fresh_url
 
 
 @pytest.fixture
 async def store(tmp_path: Path, vault: Vault) -> AsyncIterator[Store]:
-    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'brain.db'}")
+    db = await Database.open(fresh_url(tmp_path))
     yield Store(vault, db)
     await db.close()
 

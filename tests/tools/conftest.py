@@ -12,6 +12,7 @@ import pytest
 from storage.db import Database
 from storage.store import Store
 from storage.vault import Vault
+from tests.databases import fresh_url
 from tools.base import ToolContext
 
 T = TypeVar("T")
@@ -33,7 +34,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(f"sqlite+aiosqlite:///{tmp_path}/b.db")
+    database = await Database.open(fresh_url(tmp_path, "b"))
     yield database
     await database.close()
 
@@ -63,7 +64,7 @@ class Sandbox:
         self.loop = asyncio.new_event_loop()
         self.root = tmp / "vault"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.db = self.run(Database.open(f"sqlite+aiosqlite:///{tmp}/b.db"))
+        self.db = self.run(Database.open(fresh_url(tmp, "b")))
         self.store = Store(Vault(self.root), self.db)
         self.ctx = ToolContext(store=self.store, db=self.db, user_id="U1")
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 
 from storage import repositories
 from storage.db import Database
@@ -161,8 +161,8 @@ async def test_a_failed_receipt_does_not_fail_the_capture(ctx: ToolContext,
                                                           tmp_path: Path) -> None:
     # A broken receipts table (a bad migration, someone's hand in the database): the note is
     # on disk, so the model must hear success, or it would capture the thought twice.
-    with sqlite3.connect(tmp_path / "b.db") as con:
-        con.execute("DROP TABLE captures")
+    async with ctx.db.engine.begin() as conn:
+        await conn.execute(text("DROP TABLE captures"))
     ex = await call(ctx, "classify_and_capture", text="Renew passport",
                     hints={"category": "admin", "confidence": 0.9, "name": "Renew passport"})
     assert ex.status == "ok", ex.content

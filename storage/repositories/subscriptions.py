@@ -1,0 +1,109 @@
+"""Digest subscriptions: one per user and kind (daily, weekly), with when it was last sent."""
+
+from __future__ import annotations
+
+import zoneinfo
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.errors import InvalidValue, NotFound
+from storage.models import DigestSubscription, utcnow
+from storage.repositories.common import aware, dialect_insert, not_empty, one_of, rowcount
+
+DIGEST_KINDS = ("daily", "weekly")
+
+
+@dataclass(frozen=True)
+class SubscriptionRow:
+    id: int
+    user_id: str
+    kind: str
+    weekday: int | None
+    hour: int
+    minute: int
+    tz: str
+    channel: str | None
+    last_sent_at: datetime | None
+    created_at: datetime
+
+
+
+def _subscription(d: DigestSubscription) -> SubscriptionRow:
+    return SubscriptionRow(d.id, d.user_id, d.kind, d.weekday, d.hour, d.minute, d.tz,
+                           d.channel, d.last_sent_at, d.created_at)
+
+
+
+# --- digest subscriptions -------------------------------------------------------------------
+
+
+def _check_subscription(kind: str, hour: int, minute: int, weekday: int | None,
+                        tz: str) -> None:
+    one_of(kind, DIGEST_KINDS, "digest kind")
+    if not isinstance(hour, int) or not 0 <= hour <= 23:
+        raise InvalidValue(f"hour must be 0..23, not {hour!r}")
+    if not isinstance(minute, int) or not 0 <= minute <= 59:
+        raise InvalidValue(f"minute must be 0..59, not {minute!r}")
+    if kind == "weekly" and weekday is None:
+        raise InvalidValue("a weekly digest needs a weekday (0 = Monday .. 6 = Sunday)")
+    if weekday is not None and (not isinstance(weekday, int) or not 0 <= weekday <= 6):
+        raise InvalidValue(f"weekday must be 0 (Monday) .. 6 (Sunday), not {weekday!r}")
+    try:
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+        raise InvalidValue(f"unknown time zone {tz!r}") from exc
+
+
+async def upsert_subscription(s: AsyncSession, user_id: str, kind: str, hour: int, minute: int,
+                              weekday: int | None, tz: str,
+                              channel: str | None) -> SubscriptionRow:
+    """The user's one subscription of `kind`, created or changed. A daily digest ignores
+    `weekday` (stored as None); `last_sent_at` is kept so a change does not resend today."""
+    not_empty(user_id, "user_id")
+    _check_subscription(kind, hour, minute, weekday, tz)
+    if kind == "daily":
+        weekday = None
+    values = {"hour": hour, "minute": minute, "weekday": weekday, "tz": tz, "channel": channel}
+    stmt = dialect_insert(s, DigestSubscription)
+    if stmt is not None:
+        await s.execute(stmt.values(user_id=user_id, kind=kind, created_at=utcnow(), **values)
+                        .on_conflict_do_update(index_elements=["user_id", "kind"], set_=values))
+    else:
+        result = await s.execute(update(DigestSubscription).where(
+            DigestSubscription.user_id == user_id, DigestSubscription.kind == kind)
+            .values(**values))
+        if rowcount(result) == 0:
+            s.add(DigestSubscription(user_id=user_id, kind=kind, created_at=utcnow(), **values))
+            await s.flush()
+    row = await s.scalar(select(DigestSubscription)
+                         .where(DigestSubscription.user_id == user_id,
+                                DigestSubscription.kind == kind)
+                         .execution_options(populate_existing=True))
+    assert row is not None
+    return _subscription(row)
+
+
+async def delete_subscriptions(s: AsyncSession, user_id: str, kind: str | None = None) -> int:
+    """Remove the user's subscriptions (of one kind, or all); returns how many went."""
+    query = delete(DigestSubscription).where(DigestSubscription.user_id == user_id)
+    if kind is not None:
+        one_of(kind, DIGEST_KINDS, "digest kind")
+        query = query.where(DigestSubscription.kind == kind)
+    result = await s.execute(query)
+    return rowcount(result)
+
+
+async def list_subscriptions(s: AsyncSession) -> list[SubscriptionRow]:
+    rows = await s.scalars(select(DigestSubscription).order_by(DigestSubscription.id))
+    return [_subscription(d) for d in rows]
+
+
+async def mark_sent(s: AsyncSession, sub_id: int, sent_at: datetime) -> None:
+    aware(sent_at, "sent_at")
+    result = await s.execute(update(DigestSubscription).where(DigestSubscription.id == sub_id)
+                             .values(last_sent_at=sent_at))
+    if rowcount(result) == 0:
+        raise NotFound(f"no digest subscription {sub_id}")

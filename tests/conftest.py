@@ -1,0 +1,61 @@
+"""Suite-wide options: which database the tests run on (see tests/databases.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import databases
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--db", choices=databases.BACKENDS, default=None,
+                     help="database the suite runs on (default: $BRAIN_TEST_DB or sqlite)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    chosen = config.getoption("--db")
+    if chosen:
+        databases.set_backend(chosen)
+    config.addinivalue_line("markers", "sqlite_only: SQLite behaviour (files, pragmas)")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"database: {databases.backend()}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not databases.on_postgres():
+        return
+    skip = pytest.mark.skip(reason="SQLite only")
+    for item in items:
+        if item.get_closest_marker("sqlite_only"):
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Iterator[object]:
+    if fixturedef.scope == "function":
+        return (yield)
+    with databases.kept():
+        return (yield)
+
+
+@pytest.fixture(autouse=True)
+def _drop_test_databases() -> Iterator[None]:
+    yield
+    databases.drop_created()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """A fresh, migrated database for this test (SQLite file or PostgreSQL database)."""
+    return databases.fresh_url(tmp_path)
+
+
+@pytest.fixture
+def db_env(tmp_path: Path) -> dict[str, str]:
+    """What a `brain` subprocess needs in its environment to use the test's database."""
+    return databases.database_env(tmp_path)
