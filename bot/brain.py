@@ -253,6 +253,22 @@ class Brain:
                                           tz=tz or self.settings.tz)
         return reply
 
+    # -- one tool, called directly (MCP) -------------------------------------------------------
+
+    async def call_tool(self, *, user_id: str, name: str, arguments: dict[str, Any] | None,
+                        source: str = "mcp") -> Execution:
+        """Run one tool for `user_id` outside a conversation, as an MCP client asks.
+
+        The same registry the model's calls go through, so validation and error results are
+        exactly the ones the model gets; a capture writes its receipt like any other."""
+        import uuid
+
+        store = self.store_for(user_id)
+        ctx = ToolContext(store=store, db=self.db, user_id=user_id, source=source,
+                          confidence_threshold=self.settings.confidence_threshold,
+                          make_digest=self._digest_maker(store, user_id))
+        return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
+
 
 def message_view(text: str) -> str:
     """What the model sees of a message: all of it, or the start of a long paste."""
