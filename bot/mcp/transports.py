@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -68,6 +69,12 @@ async def serve_http(settings: Settings, *, user_id: str, vault: Path | None, ho
                                     lifespan="on")
             print(f"brain mcp: serving {user_id!r} on http://{host}:{port}{MCP_PATH}",
                   file=sys.stderr, flush=True)
-            await uvicorn.Server(config).serve(sockets=[sock])
+            # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the
+            # handler it found; a no-op one lets the database close and the process exit 0.
+            previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+            try:
+                await uvicorn.Server(config).serve(sockets=[sock])
+            finally:
+                signal.signal(signal.SIGTERM, previous)
     finally:
         sock.close()
