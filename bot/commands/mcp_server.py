@@ -26,10 +26,9 @@ def register(sub: Any) -> None:
     p.add_argument("--user", metavar="ID",
                    help="act for this user (default: BRAIN_OWNER, else 'local')")
     p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    p.add_argument("--host", default=os.environ.get("BRAIN_MCP_HOST", "127.0.0.1"),
+    p.add_argument("--host", default="127.0.0.1",
                    help="with --http: address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int,
-                   default=int(os.environ.get("BRAIN_MCP_PORT", str(DEFAULT_PORT))),
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"with --http: port (default {DEFAULT_PORT})")
     p.add_argument("--log-level", default=os.environ.get("BRAIN_LOG_LEVEL", "WARNING"))
     p.set_defaults(handler=run_mcp)
