@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import uuid
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -360,6 +361,20 @@ class Brain:
         from bot.digest.command import apply
 
         return await apply(self.db, user_id, request, channel=channel, tz=tz or self.settings.tz)
+
+    # -- one tool, called directly (MCP) -------------------------------------------------------
+
+    async def call_tool(self, *, user_id: str, name: str, arguments: dict[str, Any] | None,
+                        source: str = "mcp") -> Execution:
+        """Run one tool for `user_id` outside a conversation, as an MCP client asks.
+
+        The same registry the model's calls go through, so validation and error results are
+        exactly the ones the model gets; a capture writes its receipt like any other."""
+        store = self.store_for(user_id)
+        ctx = ToolContext(store=store, db=self.db, user_id=user_id, source=source,
+                          confidence_threshold=self.settings.confidence_threshold,
+                          make_digest=self._digest_maker(store, user_id))
+        return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
 
 
 def _filed(captures: list[repositories.CaptureRow]) -> list[FiledNote]:

@@ -94,6 +94,8 @@ def _rules(rel: str, imp: Import) -> list[str]:
         why.append("anthropic only in bot/llm/anthropic_provider.py")
     if top in ("sqlalchemy", "alembic", "aiosqlite", "asyncpg") and not rel.startswith("storage/"):
         why.append("SQL (sqlalchemy/alembic/aiosqlite) only in storage/")
+    if top in ("mcp", "mcp_types", "starlette", "uvicorn") and not rel.startswith("bot/mcp/"):
+        why.append("the MCP SDK (and its HTTP stack) only in bot/mcp/")
     if rel.startswith("bot/llm/") and imp.under("bot.slack"):
         why.append("bot/llm must not import bot.slack")
     return why
@@ -125,6 +127,10 @@ BAD_CASES = [
     ("bot/loop.py", "from sqlalchemy import select\n", "SQL (sqlalchemy/alembic/aiosqlite)"),
     ("tools/x.py", "import aiosqlite\n", "SQL (sqlalchemy/alembic/aiosqlite)"),
     ("bot/cli.py", "from alembic import command\n", "SQL (sqlalchemy/alembic/aiosqlite)"),
+    ("bot/cli.py", "import mcp\n", "the MCP SDK (and its HTTP stack) only in bot/mcp/"),
+    ("bot/commands/x.py", "from mcp.server import Server\n", "the MCP SDK"),
+    ("bot/brain.py", "import mcp_types as types\n", "the MCP SDK"),
+    ("tools/x.py", "def f():\n    import uvicorn\n", "the MCP SDK"),
     ("bot/llm/offline.py", "from bot.slack import cards\n", "bot/llm must not import bot.slack"),
     ("bot/llm/offline.py", "from bot import slack\n", "bot/llm must not import bot.slack"),
     ("bot/llm/offline.py", "from ..slack.app import x\n", "bot/llm must not import bot.slack"),
@@ -139,6 +145,8 @@ GOOD_CASES = [
     ("bot/llm/anthropic_provider.py", "from anthropic import AsyncAnthropic\n"),
     ("bot/cli.py", "from bot.slack import app\nfrom tools.registry import TOOLS\n"),
     ("bot/llm/configs.py", "from bot.llm.types import Usage\nimport slackish\n"),
+    ("bot/mcp/server.py", "from mcp import types\nfrom mcp.server import Server\n"),
+    ("bot/commands/x.py", "def f():\n    from bot.mcp.transports import serve_stdio\n"),
 ]
 
 

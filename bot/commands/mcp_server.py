@@ -1,0 +1,58 @@
+"""`brain mcp`: the brain's tools for MCP clients (Claude Desktop, IDEs, other agents)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.commands.common import run, user_id
+from bot.config import Settings
+
+DEFAULT_PORT = 8765
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve the tools to MCP clients (stdio, or HTTP with --http)",
+        description="Serve the brain's tools over the Model Context Protocol, acting for one "
+                    "user: on stdin/stdout for desktop clients, or streamable HTTP at "
+                    "http://HOST:PORT/mcp with --http. There is no authentication: anyone "
+                    "who can reach the port can read and change that user's notes.")
+    p.add_argument("--vault", metavar="DIR", type=Path, help="use DIR as the vault, as it is")
+    p.add_argument("--user", metavar="ID",
+                   help="act for this user (default: BRAIN_OWNER, else 'local')")
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="with --http: address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"with --http: port (default {DEFAULT_PORT})")
+    p.add_argument("--log-level", default=os.environ.get("BRAIN_LOG_LEVEL", "WARNING"))
+    p.set_defaults(handler=run_mcp)
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from bot.mcp.transports import serve_http, serve_stdio  # imports the mcp SDK: only here
+
+    # stdout is the protocol channel in stdio mode: logs go to stderr.
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings()
+    user = user_id(settings, args)
+
+    async def go() -> int:
+        if args.http:
+            await serve_http(settings, user_id=user, vault=args.vault, host=args.host,
+                             port=args.port)
+        else:
+            await serve_stdio(settings, user_id=user, vault=args.vault)
+        return 0
+
+    try:
+        return run(go)
+    except OSError as exc:  # port in use, data dir not writable...
+        print(f"brain: cannot start: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,89 @@
+"""The MCP server: our tool registry, listed and called through the Brain.
+
+The low-level server, not `MCPServer`: the JSON schemas the model gets are the input schemas
+MCP clients get, and every call goes through `Brain.call_tool` (the registry's `execute`), so
+a client sees the same validation messages and error results as the model, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mcp import types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from bot.brain import Brain
+from tools.registry import TOOLS, Execution, tool_specs
+
+SERVER_NAME = "second-brain"
+INSTRUCTIONS = (
+    "A personal second brain: notes in a markdown vault (people, projects, ideas, admin, "
+    "inbox). Capture new thoughts with classify_and_capture; search_entries, list_entries and "
+    "get_entry read them back; update_entry and move_entry change one note."
+)
+# Tools that only add notes: a capture never changes or removes what is there.
+ADDITIVE = frozenset({"classify_and_capture"})
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def tool_list() -> list[types.Tool]:
+    """Every tool with its schema as the model sees it, and hints for the client's UI."""
+    out: list[types.Tool] = []
+    for spec in tool_specs():
+        tool = TOOLS[spec["name"]]
+        annotations = types.ToolAnnotations(
+            title=_title(tool.name),
+            read_only_hint=tool.read_only,
+            destructive_hint=None if tool.read_only else tool.name not in ADDITIVE,
+            open_world_hint=False,  # the user's own vault, nothing beyond it
+        )
+        out.append(types.Tool(name=spec["name"], title=_title(tool.name),
+                              description=spec["description"],
+                              input_schema=spec["parameters"], annotations=annotations))
+    return out
+
+
+def call_result(execution: Execution) -> types.CallToolResult:
+    """The execution as a tool result: its content is the JSON text the model reads."""
+    structured: Any = None
+    try:
+        structured = json.loads(execution.content)
+    except ValueError:  # content is always JSON; a client can still read the text
+        structured = None
+    return types.CallToolResult(
+        content=[types.TextContent(text=execution.content)],
+        structured_content=structured if isinstance(structured, dict) else None,
+        is_error=execution.status != "ok",
+    )
+
+
+def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any]:
+    """A server acting for one user over `brain`. Side effects run one at a time (as in a
+    turn); read-only calls run as they come."""
+    tools = tool_list()
+    writes = asyncio.Lock()
+
+    async def list_tools(ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = TOOLS.get(params.name)
+        if tool is not None and not tool.read_only:
+            async with writes:
+                execution = await brain.call_tool(user_id=user_id, name=params.name,
+                                                  arguments=params.arguments)
+        else:
+            execution = await brain.call_tool(user_id=user_id, name=params.name,
+                                              arguments=params.arguments)
+        return call_result(execution)
+
+    return Server(SERVER_NAME, version=version, title="Second Brain",
+                  instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

@@ -1,0 +1,80 @@
+"""How the MCP server is reached: stdio for desktop clients, streamable HTTP for the rest."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, redirect_stdout
+from pathlib import Path
+
+from mcp.server.stdio import stdio_server
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from bot.brain import Brain
+from bot.config import Settings
+from bot.mcp.server import build_server
+
+MCP_PATH = "/mcp"
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("second-brain-slack")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+@asynccontextmanager
+async def _brain(settings: Settings, user_id: str, vault: Path | None) -> AsyncIterator[Brain]:
+    with redirect_stdout(sys.stderr):  # in stdio mode stdout is the protocol channel
+        brain = await Brain.start(settings, vault_override=vault)
+    try:
+        brain.store_for(user_id)  # a bad user id fails now, before a client connects
+        yield brain
+    finally:
+        await brain.close()
+
+
+async def serve_stdio(settings: Settings, *, user_id: str, vault: Path | None) -> None:
+    """Serve one client over stdin/stdout until it closes them. While serving, the transport
+    points fd 1 at stderr: stray output cannot corrupt the wire."""
+    async with _brain(settings, user_id, vault) as brain, stdio_server() as (read, write):
+        server = build_server(brain, user_id, version=_version())
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(settings: Settings, *, user_id: str, vault: Path | None, host: str,
+                     port: int) -> None:
+    """Streamable HTTP on http://host:port/mcp (and GET /health) until SIGINT/SIGTERM."""
+    import uvicorn  # the HTTP server the SDK's own HTTP transport is run with
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True})
+
+    # Bound before the brain starts: a port in use is a clear OSError, not a log line.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family)
+    try:
+        async with _brain(settings, user_id, vault) as brain:
+            server = build_server(brain, user_id, version=_version())
+            # The SDK turns on DNS-rebinding protection when host is a loopback address.
+            app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                             custom_starlette_routes=[Route("/health", health)])
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                    lifespan="on")
+            print(f"brain mcp: serving {user_id!r} on http://{host}:{port}{MCP_PATH}",
+                  file=sys.stderr, flush=True)
+            # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the
+            # handler it found; a no-op one lets the database close and the process exit 0.
+            previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+            try:
+                await uvicorn.Server(config).serve(sockets=[sock])
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+    finally:
+        sock.close()

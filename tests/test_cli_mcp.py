@@ -1,0 +1,222 @@
+"""`brain mcp` as an MCP client runs it: a real process driven by the official SDK's own client,
+over stdio (as desktop clients start it) and over streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from bot.brain import Brain
+from bot.config import Settings
+from storage import repositories
+from tests.bot.scripted import ScriptedProvider, call, text, tools
+from tools.registry import TOOLS, tool_specs
+
+REPO = Path(__file__).resolve().parents[1]
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+        "BRAIN_LLM", "BRAIN_MODEL", "BRAIN_OWNER", "BRAIN_VAULT_DIR", "DATABASE_URL")
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    env.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(REPO)}, **extra)
+    return env
+
+
+@asynccontextmanager
+async def stdio(tmp_path: Path, *args: str, mode: str = "auto") -> AsyncIterator[Client]:
+    """`brain mcp ARGS` started by the SDK's stdio client, as Claude Desktop would."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp", *args],
+                                   env=_env(tmp_path), cwd=str(tmp_path))
+    async with Client(params, mode=mode, read_timeout_seconds=30) as client:
+        yield client
+
+
+def _text(result: Any) -> str:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    text_: str = result.content[0].text
+    return text_
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # initialize handshake / 2026 discovery
+async def test_lists_every_tool_with_the_models_schema_and_read_only_hints(
+        tmp_path: Path, mode: str) -> None:
+    async with stdio(tmp_path, mode=mode) as client:
+        listed = (await client.list_tools()).tools
+    assert [t.name for t in listed] == [s["name"] for s in tool_specs()]
+    for tool, spec in zip(listed, tool_specs(), strict=True):
+        assert tool.input_schema == spec["parameters"]  # verbatim: the model's schema
+        assert tool.description == spec["description"]
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is TOOLS[tool.name].read_only
+    hints = {t.name: t.annotations.read_only_hint for t in listed if t.annotations}
+    assert hints["search_entries"] is True and hints["get_entry"] is True
+    assert hints["classify_and_capture"] is False and hints["move_entry"] is False
+
+
+async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(tmp_path: Path) -> None:
+    async with stdio(tmp_path, "--user", "alice") as client:
+        captured = await client.call_tool("classify_and_capture", {
+            "text": "Renew the passport before the June trip",
+            "hints": {"category": "admin", "confidence": 0.9, "name": "Renew passport",
+                      "due_date": "2031-05-31"}})
+        assert not captured.is_error, _text(captured)
+        note = captured.structured_content
+        assert note["category"] == "admin" and note["status"] == "filed"
+        found = await client.call_tool("search_entries", {"query": "passport"})
+    assert not found.is_error, _text(found)
+    assert [e["path"] for e in found.structured_content["entries"]] == [note["path"]]
+    # The note is a file in alice's vault, and its capture receipt is written like any other.
+    vault = tmp_path / "data" / "vaults" / "alice"
+    assert "Renew the passport" in (vault / note["path"]).read_text(encoding="utf-8")
+    receipt = await _receipt(tmp_path, note["id"])
+    assert receipt is not None
+    assert (receipt.user_id, receipt.path, receipt.status) == ("alice", note["path"], "filed")
+
+
+async def _receipt(tmp_path: Path, entry_id: str) -> repositories.CaptureRow | None:
+    brain = await Brain.start(Settings(BRAIN_DATA_DIR=tmp_path / "data"),  # type: ignore[call-arg]
+                              provider=ScriptedProvider())
+    try:
+        async with brain.db.session() as s:
+            return await repositories.capture_for_entry(s, entry_id)
+    finally:
+        await brain.close()
+
+
+async def test_vault_flag_serves_that_folder_as_it_is(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    (vault / "Reading").mkdir(parents=True)
+    (vault / "Reading" / "Gödel Escher Bach.md").write_text(
+        "Strange loops and [[Hofstadter]].\n", encoding="utf-8")
+    async with stdio(tmp_path, "--vault", str(vault)) as client:
+        found = await client.call_tool("search_entries", {"query": "strange loops"})
+        shown = await client.call_tool("get_entry", {"path": "Reading/Gödel Escher Bach.md"})
+    assert [e["name"] for e in found.structured_content["entries"]] == ["Gödel Escher Bach"]
+    assert "Strange loops" in shown.structured_content["body"]
+
+
+# (tool, arguments) an MCP client or a model might send wrong
+BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("search_entries", {"query": 5, "limit": 0}),
+    ("classify_and_capture", {"text": 7, "hints": {"confidence": 2, "colour": "red"}}),
+    ("get_entry", {"path": "no such note"}),
+    ("move_entry", {"path": "../../etc/passwd", "targetCategory": "ideas"}),
+    ("forget_everything", {}),
+]
+
+
+async def test_bad_calls_get_exactly_the_error_the_model_gets(tmp_path: Path) -> None:
+    seen_by_model = await _model_sees(tmp_path / "model", BAD_CALLS)
+    async with stdio(tmp_path / "mcp") as client:
+        for (name, args), expected in zip(BAD_CALLS, seen_by_model, strict=True):
+            result = await client.call_tool(name, args)
+            assert result.is_error, name
+            assert _text(result) == expected
+    assert "limit: 0 is less than the minimum of 1" in seen_by_model[0]
+    assert "unknown tool 'forget_everything'" in seen_by_model[-1]
+
+
+async def _model_sees(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The tool results a model gets for these calls in one turn (what its next request holds)."""
+    provider = ScriptedProvider(answers=[
+        tools(*(call(name, args, f"c{i}") for i, (name, args) in enumerate(calls))),
+        text("Sorry, that did not work.")])
+    brain = await Brain.start(Settings(BRAIN_DATA_DIR=tmp_path / "data"),  # type: ignore[call-arg]
+                              provider=provider)
+    try:
+        await brain.handle(conversation_key="cli:local:t", user_id="local", text="do things")
+    finally:
+        await brain.close()
+    results = provider.requests[1].messages[-1].tool_results
+    assert all(r.is_error for r in results)
+    return [r.content for r in results]
+
+
+def test_help_does_not_import_the_mcp_sdk() -> None:
+    code = ("import sys\nfrom bot.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_bad_user_id_is_refused_before_serving(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", "mcp", "--user", "../bob"],
+                          capture_output=True, text=True, env=_env(tmp_path), cwd=tmp_path,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert proc.returncode == 2
+    assert "not a valid user id" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+# -- streamable HTTP ----------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def http_server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", "--http", "--port",
+                             str(port)], env=_env(tmp_path), cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"server did not start: {proc.communicate()}") from None
+                time.sleep(0.1)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
+    port = _free_port()
+    with http_server(tmp_path, port) as proc:
+        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=30) as client:
+            listed = (await client.list_tools()).tools
+            captured = await client.call_tool("classify_and_capture",
+                                              {"text": "Idea: a bike rack for the office"})
+            found = await client.call_tool("search_entries", {"query": "bike rack"})
+            bad = await client.call_tool("list_entries", {"limit": "ten"})
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 15) == 0  # a clean stop on SIGTERM
+    assert {t.name for t in listed} == set(TOOLS)
+    assert not captured.is_error, _text(captured)
+    path = captured.structured_content["path"]
+    assert (tmp_path / "data" / "vaults" / "local" / path).is_file()
+    assert path in [e["path"] for e in found.structured_content["entries"]]
+    assert bad.is_error and "limit: 'ten' is not of type 'integer'" in _text(bad)
