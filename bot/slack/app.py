@@ -20,13 +20,14 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
 from bot.jobs import LEASE, RETRY_DELAYS, Worker
 from bot.slack import cards, listeners
 from bot.slack.edge import EdgeError, check_request
-from bot.slack.intake import Intake
+from bot.slack.intake import Intake, IntakeFailed
 from bot.slack.web import make_client
 from bot.slack.work import SlackWork
 
@@ -73,9 +74,27 @@ class SlackBot:
                              retry_delays=retry_delays)
         self.intake = Intake(brain.jobs, self.worker.wake)
         listeners.register(self.app, self.intake, brain.thread_known)
+        self.app.error(self._bolt_error)
         self.scheduler: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
+
+    async def _bolt_error(self, error: Exception) -> BoltResponse:
+        """A request Bolt or a listener could not handle. Failing to record it is ours: 500,
+        so Slack delivers it again. Anything else is a signed request of a shape Slack does
+        not send (the edge let it through): 400 and one line, no traceback."""
+        if isinstance(error, IntakeFailed):
+            ref = cards.new_ref()
+            log.error("could not record a request (ref %s); Slack will deliver it again: %s",
+                      ref, error)
+            return BoltResponse(status=500, body=f"internal (ref {ref})")
+        where = error.__traceback__
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        at = f" at {where.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{where.tb_lineno}" \
+            if where is not None else ""
+        log.info("refused a request that could not be read: %s%s", type(error).__name__, at)
+        return BoltResponse(status=400, body="")
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -146,12 +165,9 @@ class SlackBot:
                                         headers={k: [v] for k, v in request.headers.items()})
         try:
             bolt_response = await self.app.async_dispatch(bolt_request)
-        except Exception:
-            ref = cards.new_ref()
-            log.exception("could not take a request in (ref %s); Slack will deliver it again",
-                          ref)
-            return web.json_response({"ok": False, "error": f"internal (ref {ref})"},
-                                     status=500)
+        except Exception as exc:  # Bolt's own error handling broke on the request's shape
+            log.info("refused a request that could not be read: %s", type(exc).__name__)
+            return web.json_response({"ok": False, "error": "unreadable request"}, status=400)
         self.ack_ms.append((time.perf_counter() - start) * 1000)
         return await to_aiohttp_response(bolt_response)
 

@@ -15,9 +15,35 @@ import hmac
 import json
 import time
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
+from jsonschema import Draft202012Validator
+
 MAX_AGE_SECONDS = 60 * 5  # Slack's own limit for replayed requests
+
+_OBJ = {"type": "object"}
+_OBJ_OR_NULL = {"type": ["object", "null"]}
+_ID = {"type": ["string", "object", "null"]}
+# The parts of a request Bolt reads before any listener runs (its matchers, authorization and
+# context building index into them). A signed request that breaks this is not one Slack sends.
+SHAPE = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string"},
+        "event": {"type": "object", "properties": {
+            "type": {"type": "string"}, "message": _OBJ_OR_NULL,
+            "previous_message": _OBJ_OR_NULL, "item": _OBJ_OR_NULL, "user": _ID,
+            "channel": _ID, "assistant_thread": _OBJ_OR_NULL, "view": _OBJ_OR_NULL}},
+        "actions": {"type": "array", "minItems": 1, "items": _OBJ},
+        "view": _OBJ, "container": _OBJ, "message": _OBJ, "workflow_step": _OBJ,
+        "user": _ID, "team": _ID, "channel": _ID, "enterprise": _ID,
+        "authorizations": {"type": "array", "items": _OBJ},
+        "response_url": {"type": "string"},
+        "response_urls": {"type": "array", "items": _OBJ},
+    },
+}
+_SHAPE = Draft202012Validator(SHAPE)
 
 
 class EdgeError(Exception):
@@ -59,8 +85,7 @@ def check_shape(raw: bytes, content_type: str) -> str:
             body = json.loads(text)
         except ValueError:
             raise EdgeError(400, "the body is not JSON") from None
-        if not isinstance(body, dict):
-            raise EdgeError(400, "the body is not a JSON object")
+        _readable(body)
         return text
     if "application/x-www-form-urlencoded" in content_type:
         form = parse_qs(text)
@@ -69,12 +94,19 @@ def check_shape(raw: bytes, content_type: str) -> str:
                 payload = json.loads(form["payload"][0])
             except ValueError:
                 raise EdgeError(400, "the payload is not JSON") from None
-            if not isinstance(payload, dict):
-                raise EdgeError(400, "the payload is not a JSON object")
+            _readable(payload)
         elif "command" not in form and "ssl_check" not in form:
             raise EdgeError(400, "a form without payload or command")
         return text
     raise EdgeError(400, f"unsupported content type {content_type[:60]!r}")
+
+
+def _readable(body: Any) -> None:
+    if not isinstance(body, dict):
+        raise EdgeError(400, "not a JSON object")
+    error = next(iter(_SHAPE.iter_errors(body)), None)
+    if error is not None:
+        raise EdgeError(400, f"unexpected shape at {error.json_path}")
 
 
 def check_request(raw: bytes, headers: Mapping[str, str], secret: str) -> str:

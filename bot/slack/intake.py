@@ -97,6 +97,10 @@ def command_spec(command: dict[str, Any], request: dict[str, Any]) -> JobSpec:
                             "response_url": command["response_url"], "request": request})
 
 
+class IntakeFailed(Exception):
+    """The journal could not record a request: Slack must get an error and deliver again."""
+
+
 class Intake:
     """Records jobs (committed before the listener returns, so before the ack) and wakes the
     local worker. A failure to record raises: Slack gets an error and delivers again."""
@@ -106,8 +110,12 @@ class Intake:
         self.wake = wake
 
     async def take(self, spec: JobSpec) -> bool:
-        job_id, new = await self.jobs.record(key=spec.key, kind=spec.kind, user_id=spec.user,
-                                             lane=spec.lane, payload=spec.payload)
+        try:
+            job_id, new = await self.jobs.record(key=spec.key, kind=spec.kind,
+                                                 user_id=spec.user, lane=spec.lane,
+                                                 payload=spec.payload)
+        except Exception as exc:
+            raise IntakeFailed(f"{type(exc).__name__}: {exc}") from exc
         if new:
             log.info("job %s recorded: %s for %s", job_id, spec.kind, spec.user)
             self.wake()
