@@ -34,7 +34,7 @@ SHAPE = {
         "event": {"type": "object", "properties": {
             "type": {"type": "string"}, "message": _OBJ_OR_NULL,
             "previous_message": _OBJ_OR_NULL, "item": _OBJ_OR_NULL, "user": _ID,
-            "channel": _ID, "assistant_thread": _OBJ_OR_NULL, "view": _OBJ_OR_NULL}},
+            "channel": _ID, "view": _OBJ_OR_NULL}},
         "actions": {"type": "array", "minItems": 1, "items": _OBJ},
         "view": _OBJ, "container": _OBJ, "message": _OBJ, "workflow_step": _OBJ,
         "user": _ID, "team": _ID, "channel": _ID, "enterprise": _ID,
