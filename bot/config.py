@@ -35,6 +35,10 @@ class Settings(BaseSettings):
                                         alias="BRAIN_CONFIDENCE_THRESHOLD")
     max_iterations: int = Field(default=8, ge=1, le=50, alias="BRAIN_MAX_ITERATIONS")
     tz: str = Field(default="UTC", alias="BRAIN_TZ")
+    # Durable intake: how long a worker's claim on a job lasts without renewal (a dead
+    # process's work is taken up again after it), and how many jobs one process runs at once.
+    job_lease_seconds: float = Field(default=60.0, gt=0, alias="BRAIN_JOB_LEASE_SECONDS")
+    workers: int = Field(default=200, ge=1, le=10_000, alias="BRAIN_WORKERS")
     # Message and note text in logs (SDK request bodies at DEBUG included): off unless set.
     log_content: bool = Field(default=False, alias="BRAIN_LOG_CONTENT")
 

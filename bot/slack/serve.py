@@ -12,6 +12,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -143,7 +144,8 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
         brain = await _unless_stopped(stop, Brain.start(settings))
     except Stopped:
         return
-    bot = SlackBot(brain, settings)
+    bot = SlackBot(brain, settings, concurrency=settings.workers,
+                   lease=timedelta(seconds=settings.job_lease_seconds))
     try:
         bot.start()
         if http:

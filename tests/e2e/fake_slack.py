@@ -52,6 +52,9 @@ class FakeSlack:
         self._changed = asyncio.Event()
         self.port = 0
         self.delay = 0.0  # seconds added to every Web API answer (benchmarks)
+        # Messages in channels (posted by the bot, or seeded by a test), for
+        # conversations.history / conversations.replies.
+        self.messages: dict[str, list[dict[str, Any]]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -110,6 +113,14 @@ class FakeSlack:
                 await asyncio.wait_for(self._changed.wait(), timeout=min(left, 0.2))
         return self.calls_to(method)
 
+    def seed_message(self, channel: str, ts: str, text: str, user: str,
+                     thread_ts: str | None = None) -> None:
+        """A message as if someone had written it in `channel` (history and replies see it)."""
+        message = {"type": "message", "ts": ts, "text": text, "user": user}
+        if thread_ts:
+            message["thread_ts"] = thread_ts
+        self.messages.setdefault(channel, []).append(message)
+
     def fail_next(self, method: str, *, status: int = 200, error: str = "internal_error",
                   headers: dict[str, str] | None = None, times: int = 1) -> None:
         body = {"ok": False, "error": error}
@@ -160,9 +171,17 @@ class FakeSlack:
                     "bot_id": BOT_ID, "is_enterprise_install": False}
         if method == "chat.postMessage":
             ts = f"1767300000.{next(self._ts):06d}"
-            return {"ok": True, "channel": body.get("channel"), "ts": ts,
-                    "message": {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
-                                "bot_id": BOT_ID, "ts": ts, "thread_ts": body.get("thread_ts")}}
+            message = {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
+                       "bot_id": BOT_ID, "ts": ts, "thread_ts": body.get("thread_ts")}
+            metadata = body.get("metadata")
+            if isinstance(metadata, str):
+                metadata = json.loads(metadata)
+            if metadata:
+                message["metadata"] = metadata
+            self.messages.setdefault(str(body.get("channel")), []).append(message)
+            return {"ok": True, "channel": body.get("channel"), "ts": ts, "message": message}
+        if method in ("conversations.replies", "conversations.history"):
+            return self._history(method, body)
         if method == "chat.update":
             return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
                     "text": body.get("text")}
@@ -172,6 +191,22 @@ class FakeSlack:
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}
         return {"ok": True}
+
+    def _history(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        channel = str(body.get("channel"))
+        if channel not in self.messages:
+            return {"ok": False, "error": "channel_not_found"}
+        every = self.messages[channel]
+        with_meta = str(body.get("include_all_metadata")).lower() in ("1", "true")
+        if method == "conversations.replies":
+            root = str(body.get("ts"))
+            found = [m for m in every if m["ts"] == root or m.get("thread_ts") == root]
+        else:
+            found = [m for m in every if not m.get("thread_ts") or m["thread_ts"] == m["ts"]]
+            found = sorted(found, key=lambda m: m["ts"], reverse=True)
+        out = [m if with_meta else {k: v for k, v in m.items() if k != "metadata"}
+               for m in found]
+        return {"ok": True, "messages": out, "has_more": False}
 
     async def _hook(self, request: web.Request) -> web.Response:
         body = await self._body(request)

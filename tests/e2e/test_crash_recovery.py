@@ -1,0 +1,93 @@
+"""Nothing acked is lost: `brain serve` killed with SIGKILL while a burst of DMs is being worked
+on, then started again on the same data, files every acknowledged DM exactly once and answers
+each exactly once. Real processes, a slow model (real OpenAI SDK against a local server) and a
+fake Slack Web API that outlives both processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.bot.fake_llm_server import FakeLLMServer
+from tests.databases import database_env
+from tests.e2e.fake_slack import FakeSlack
+from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event
+from tests.e2e.test_slack_serve import brain, clean_env, free_port, idle, stop, wait_healthy
+
+pytestmark = pytest.mark.slow
+
+DMS = 30
+
+
+def _env(tmp_path: Path, fake: FakeSlack, llm: FakeLLMServer) -> dict[str, str]:
+    return clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
+                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
+                     BRAIN_LLM="openai", OPENAI_API_KEY="sk-test",
+                     OPENAI_BASE_URL=llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
+                     BRAIN_JOB_LEASE_SECONDS="2", BRAIN_LOG_LEVEL="WARNING",
+                     **database_env(tmp_path))
+
+
+def _text(i: int) -> str:
+    return f"Remember to call supplier number {i:03d} about the late invoice"
+
+
+async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
+    fake = await FakeSlack().start()
+    llm = FakeLLMServer().start()
+    llm.delay = 0.5  # every model call takes half a second: the kill lands mid-turn
+    env = _env(tmp_path, fake, llm)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    first = await brain("serve", "--http", "--port", str(port), env=env, cwd=tmp_path)
+    send = SlackSender(url)
+    try:
+        await wait_healthy(url, first)
+        events = [message_event(_text(i), ts=f"17673{i:05d}.000100", event_id=f"EvK{i:04d}")
+                  for i in range(DMS)]
+        statuses = []
+        for event in events:  # a burst spread over ~1 s: early ones answered, late ones not
+            statuses.append((await send.event(event))[0])
+            await asyncio.sleep(0.03)
+        assert statuses == [200] * DMS  # every DM acknowledged
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        answered_before = len(fake.calls_to("chat.postMessage"))
+        assert 0 < answered_before < DMS, "the kill landed in the middle of the burst"
+
+        port2 = free_port()
+        second = await brain("serve", "--http", "--port", str(port2), env=env, cwd=tmp_path)
+        send2 = SlackSender(f"http://127.0.0.1:{port2}")
+        try:
+            await wait_healthy(f"http://127.0.0.1:{port2}", second)
+            await asyncio.wait_for(idle(send2), timeout=120)
+            # a retry of an old delivery after the restart changes nothing either
+            assert (await send2.event(events[0], retry=1))[0] == 200
+            await idle(send2)
+        finally:
+            await send2.close()
+            assert await stop(second) == 0
+
+        vault = tmp_path / "data" / "vaults" / USER
+        notes = [p.read_text(encoding="utf-8") for p in vault.rglob("*.md")]
+        filed = Counter(i for i in range(DMS) for text in notes if _text(i) in text)
+        assert filed == Counter(range(DMS)), "each acknowledged DM filed exactly once"
+        replies = Counter(c.body.get("thread_ts") for c in fake.calls_to("chat.postMessage"))
+        expected = Counter(f"17673{i:05d}.000100" for i in range(DMS))
+        assert replies == expected, "each DM answered exactly once"
+        for call in fake.calls_to("chat.postMessage"):
+            assert json.dumps(call.body.get("blocks"))  # a card, not an error
+            assert "went wrong" not in call.body["text"]
+    finally:
+        await send.close()
+        if first.returncode is None:
+            first.kill()
+            await first.wait()
+        llm.stop()
+        await fake.stop()
