@@ -28,6 +28,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from storage.text import clean, clean_value
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -57,8 +59,29 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+class CleanText(TypeDecorator[str]):
+    """Text that every database can hold: lone surrogates, NUL and control characters become
+    U+FFFD on the way in (storage.text), so one odd message never fails a write."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return clean(value) if isinstance(value, str) else value
+
+
+class CleanJSON(TypeDecorator[Any]):
+    """JSON whose strings are cleaned like CleanText (PostgreSQL refuses \u0000 too)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return clean_value(value)
+
+
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, datetime: UTCDateTime}
+    type_annotation_map = {dict[str, Any]: CleanJSON, datetime: UTCDateTime}
 
 
 class Conversation(Base):
@@ -74,7 +97,7 @@ class Conversation(Base):
     user_id: Mapped[str] = mapped_column(String(64))
     channel: Mapped[str | None] = mapped_column(String(64))
     thread_ts: Mapped[str | None] = mapped_column(String(64))
-    title: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(CleanText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -86,8 +109,8 @@ class Turn(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     conversation_id: Mapped[int] = mapped_column(
         ForeignKey("conversations.id", ondelete="CASCADE"))
-    user_text: Mapped[str] = mapped_column(Text)
-    reply_text: Mapped[str | None] = mapped_column(Text)
+    user_text: Mapped[str] = mapped_column(CleanText)
+    reply_text: Mapped[str | None] = mapped_column(CleanText)
     status: Mapped[str] = mapped_column(String(32))
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -111,9 +134,9 @@ class Message(Base):
     turn_id: Mapped[int] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(16))
-    content: Mapped[str | None] = mapped_column(Text)
-    tool_calls: Mapped[Any | None] = mapped_column(JSON)
-    tool_results: Mapped[Any | None] = mapped_column(JSON)
+    content: Mapped[str | None] = mapped_column(CleanText)
+    tool_calls: Mapped[Any | None] = mapped_column(CleanJSON)
+    tool_results: Mapped[Any | None] = mapped_column(CleanJSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -126,11 +149,11 @@ class ToolRun(Base):
     call_id: Mapped[str] = mapped_column(String(128))
     tool: Mapped[str] = mapped_column(String(64))
     # None when the model's arguments were not a JSON object.
-    arguments: Mapped[Any | None] = mapped_column(JSON)
+    arguments: Mapped[Any | None] = mapped_column(CleanJSON)
     status: Mapped[str] = mapped_column(String(16))  # ok | error
-    result: Mapped[Any | None] = mapped_column(JSON)
+    result: Mapped[Any | None] = mapped_column(CleanJSON)
     # {"code", "message", ...} or a plain message.
-    error: Mapped[Any | None] = mapped_column(JSON)
+    error: Mapped[Any | None] = mapped_column(CleanJSON)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     duration_ms: Mapped[float] = mapped_column(Float)
 
@@ -144,9 +167,9 @@ class Capture(Base):
     conversation_id: Mapped[int | None] = mapped_column(
         ForeignKey("conversations.id", ondelete="SET NULL"))
     turn_id: Mapped[int | None] = mapped_column(Integer)
-    original_text: Mapped[str] = mapped_column(Text)
+    original_text: Mapped[str] = mapped_column(CleanText)
     entry_id: Mapped[str] = mapped_column(String(64), index=True)
-    path: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(CleanText)
     category: Mapped[str] = mapped_column(String(32))
     confidence: Mapped[float | None] = mapped_column(Float)
     status: Mapped[str] = mapped_column(String(16))  # filed | needs_review | fixed
@@ -198,13 +221,13 @@ class Job(Base):
     kind: Mapped[str] = mapped_column(String(32))
     user_id: Mapped[str] = mapped_column(String(64))
     lane: Mapped[str] = mapped_column(String(255))
-    payload: Mapped[Any] = mapped_column(JSON)
+    payload: Mapped[Any] = mapped_column(CleanJSON)
     state: Mapped[str] = mapped_column(String(16))  # pending | running | done | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    result: Mapped[Any | None] = mapped_column(JSON)
-    error: Mapped[str | None] = mapped_column(Text)
+    result: Mapped[Any | None] = mapped_column(CleanJSON)
+    error: Mapped[str | None] = mapped_column(CleanText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -12,7 +12,7 @@ import time
 import weakref
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
@@ -62,7 +62,7 @@ class Store:
     # --- index upkeep ---------------------------------------------------------------------------
 
     async def _locked_refresh(self) -> RefreshStats:
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             try:
                 async with self.db.session() as session:
                     stats = await self.index.refresh(session)
@@ -71,10 +71,11 @@ class Store:
                 if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
                     self.vault.clean_seen_temp()
                 return stats
-            except OperationalError:
-                # Another process wrote the index between our read and our write (SQLite
-                # refuses a stale snapshot); the second pass sees its rows.
-                if attempt == 2:
+            except (OperationalError, IntegrityError):
+                # Another process indexed the same files between our read and our write
+                # (SQLite refuses a stale snapshot; a unique path collides); the next pass
+                # sees its rows.
+                if attempt == 3:
                     raise
         raise AssertionError("unreachable")
 
@@ -95,9 +96,17 @@ class Store:
             await self._locked_refresh()
 
     async def _touched(self, rels: list[str]) -> None:
-        async with _lock(self.index.key), self.db.session() as session:
-            await self.index.refresh_paths(session, rels)
-            await session.commit()
+        """Re-index the files our own write changed (another process may be indexing them
+        too: a collision is retried, and the last pass sees both)."""
+        for attempt in (1, 2, 3):
+            try:
+                async with _lock(self.index.key), self.db.session() as session:
+                    await self.index.refresh_paths(session, rels)
+                    await session.commit()
+                return
+            except (OperationalError, IntegrityError):
+                if attempt == 3:
+                    raise
 
     # --- reading ----------------------------------------------------------------------------
 
