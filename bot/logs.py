@@ -1,18 +1,26 @@
 """Logging set-up for the long-running commands, with message text kept out of the logs.
 
 Our own log lines carry ids, timings, tool names and reasons, never what the user wrote or a
-note says. The SDKs underneath log whole request and response bodies at DEBUG (openai,
-anthropic, httpx, slack_sdk, slack_bolt, mcp); unless the operator sets BRAIN_LOG_CONTENT=1,
-those loggers stay at INFO or above whatever level the rest runs at.
+note says. The libraries underneath log request bodies and SQL parameters (openai, anthropic,
+httpx, slack_sdk, Bolt, mcp at DEBUG; SQLAlchemy, aiosqlite and asyncpg at INFO/DEBUG), which
+hold exactly that text. Unless the operator sets BRAIN_LOG_CONTENT=1, they stay quiet below
+WARNING (Bolt below INFO) whatever level the rest runs at; tests/e2e/test_serve_lifecycle.py
+serves a DM at DEBUG and checks its words are nowhere in the output.
 """
 
 from __future__ import annotations
 
 import logging
 
-CONTENT_LOGGERS = ("openai", "anthropic", "httpx", "httpcore", "slack_sdk", "slack_bolt",
-                   "bot.slack.bolt", "mcp", "aiohttp.access", "asyncio")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# logger -> the lowest level it may log at while content logging is off
+CONTENT_LOGGERS: dict[str, int] = {
+    "sqlalchemy": logging.WARNING, "aiosqlite": logging.WARNING, "asyncpg": logging.WARNING,
+    "openai": logging.WARNING, "anthropic": logging.WARNING, "httpx": logging.WARNING,
+    "httpcore": logging.WARNING, "slack_sdk": logging.WARNING, "mcp": logging.WARNING,
+    "slack_bolt": logging.INFO, "bot.slack.bolt": logging.INFO, "aiohttp": logging.INFO,
+    "asyncio": logging.INFO, "uvicorn": logging.INFO,
+}
 
 
 def setup_logging(level: str = "INFO", *, log_content: bool = False) -> None:
@@ -21,5 +29,5 @@ def setup_logging(level: str = "INFO", *, log_content: bool = False) -> None:
         numeric = logging.INFO
     logging.basicConfig(level=numeric, format=FORMAT)
     logging.getLogger().setLevel(numeric)
-    for name in CONTENT_LOGGERS:
-        logging.getLogger(name).setLevel(numeric if log_content else max(numeric, logging.INFO))
+    for name, floor in CONTENT_LOGGERS.items():
+        logging.getLogger(name).setLevel(numeric if log_content else max(numeric, floor))

@@ -45,8 +45,21 @@ class _NoTokenSkippedWarning(logging.Filter):
         return "will be unused" not in record.getMessage()
 
 
+class _OneLineConnectFailures(logging.Filter):
+    """Socket Mode logs a full traceback at ERROR for every failed connection attempt; one
+    warning line says the same (the client retries on its own)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Failed to connect"):
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 bolt_log = logging.getLogger("bot.slack.bolt")
 bolt_log.addFilter(_NoTokenSkippedWarning())
+bolt_log.addFilter(_OneLineConnectFailures())
 
 
 class SlackBot:

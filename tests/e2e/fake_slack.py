@@ -163,6 +163,11 @@ class FakeSlack:
         return web.json_response(call.response)
 
     def _answer(self, method: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if method == "apps.connections.open":  # the app-level token (Socket Mode)
+            if not token or not token.startswith("xapp-") or token == "xapp-invalid":
+                return {"ok": False, "error": "invalid_auth"}
+            # A WebSocket URL that refuses the upgrade: the client keeps trying to connect.
+            return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/no-socket-here"}
         if not token or not token.startswith("xoxb-") or token == "xoxb-invalid":
             return {"ok": False, "error": "invalid_auth"}
         if method == "auth.test":
