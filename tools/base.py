@@ -36,6 +36,9 @@ class ToolContext:
     # the view files the whole message, so a long paste is never cut to what fit the prompt.
     message: str | None = None
     message_view: str | None = None
+    # The user's IANA time zone: relative dates in a thought ("tomorrow") are read in it.
+    # None: the machine's zone.
+    tz: str | None = None
 
     def full_text(self, text: str) -> str:
         if self.message and self.message_view and self.message_view != self.message \

@@ -27,7 +27,7 @@ from tools.dates import due_date, strip_dates, today_in
 from tools.names import MAX_NAME, NOT_NAMES, PERSON, clean_person, subject
 
 __all__ = ["FIELDS", "MAX_NAME", "PRIORITY", "UNSURE", "Classification", "Similar",
-           "classify", "due_date", "make_title", "neighbour_vote", "strip_dates"]
+           "classify", "due_date", "make_title", "neighbour_vote", "strip_dates", "subject", "today_in"]
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +144,11 @@ def _person(text: str) -> tuple[str | None, str | None, int]:
             if name:
                 return name, match.group(0), 4
     for pattern in (_NAME_SAYS, _TITLED, _FAMILY):
-        match = pattern.search(text)
-        if match:
-            name = clean_person(match.group(1))
+        found = pattern.search(text)
+        if found:
+            name = clean_person(found.group(1))
             if name:
-                return name, match.group(0), 3
+                return name, found.group(0), 3
     return None, None, 0
 
 

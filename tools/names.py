@@ -16,6 +16,7 @@ from tools.dates import MONTHS, WEEKDAYS, strip_dates
 
 MAX_NAME = 60
 MAX_WORDS = 7  # a longer head is shortened at a connector word
+MODIFIER_WORDS = 4  # a head longer than this loses its "with ..." / "that ..." tail
 
 HONORIFIC = r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|Professor|Sir|Dame|Rev|Fr|Sr|Jr)"
 _WORD = r"[A-Z][a-zA-Z]*(?:['’\-][A-Za-z]+)*"
@@ -95,15 +96,18 @@ def clean_person(raw: str) -> str | None:
 
 
 def _cut_long(head: str) -> str:
-    """A head of more than MAX_WORDS words, cut at the first connector that leaves at least
-    two words; else its first MAX_WORDS words."""
-    if len(head.split()) <= MAX_WORDS:
-        return head
-    for connector in _CONNECTORS:
+    """A long head, cut at a connector that leaves at least two words: one that starts a
+    modifier ("with", "that", "where", ...) past MODIFIER_WORDS words, a preposition past
+    MAX_WORDS; else its first MAX_WORDS words."""
+    for connector, limit in zip(_CONNECTORS, (MODIFIER_WORDS, MAX_WORDS), strict=True):
+        if len(head.split()) <= limit:
+            continue
         for match in connector.finditer(head):
             candidate = head[:match.start()]
             if len(_ARTICLE.sub("", candidate).split()) >= 2:
                 return _cut_long(candidate)
+    if len(head.split()) <= MAX_WORDS:
+        return head
     return " ".join(head.split()[:MAX_WORDS])
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import anthropic
 
@@ -102,8 +103,8 @@ def translate_tool_choice(choice: ToolChoice) -> dict[str, Any]:
 
 class AnthropicProvider(SDKProvider):
     label = "Anthropic"
-    sdk = anthropic
-    sdk_error = anthropic.AnthropicError
+    sdk: ClassVar[ModuleType] = anthropic
+    sdk_error: ClassVar[type[Exception]] = anthropic.AnthropicError
     stop_reasons = _STOP
     passthrough = ("tools", "output_config")
 

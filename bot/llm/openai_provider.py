@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar
 
 import openai
 
@@ -95,10 +96,12 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]
 
 class OpenAIProvider(SDKProvider):
     label = "OpenAI"
-    sdk = openai
-    sdk_error = openai.OpenAIError
+    sdk: ClassVar[ModuleType] = openai
+    sdk_error: ClassVar[type[Exception]] = openai.OpenAIError
     stop_reasons = _STOP
     passthrough = ("tools", "response_format")
+    # The config may say max_tokens; the API wants this name.
+    renamed_params = {"max_tokens": "max_completion_tokens"}
 
     def make_client(self, kwargs: dict[str, Any]) -> Any:
         return openai.AsyncOpenAI(**kwargs)
@@ -122,12 +125,6 @@ class OpenAIProvider(SDKProvider):
             "type": "json_schema",
             "json_schema": {"name": options.response_name,
                             "schema": options.response_schema, "strict": False}}}
-
-    def adjust_params(self, extra: dict[str, Any], body: dict[str, Any]) -> None:
-        if "max_tokens" in extra:  # the config may say max_tokens; the API wants this name
-            value = extra.pop("max_tokens")
-            if "max_completion_tokens" not in body:
-                extra.setdefault("max_completion_tokens", value)
 
     async def send(self, body: dict[str, Any], extra: dict[str, Any] | None) -> Any:
         return await self.client.chat.completions.create(**body, extra_body=extra)

@@ -87,6 +87,8 @@ class SDKProvider(ABC):
     # Request fields the SDK would re-walk (its type-driven transform) on every request although
     # they are already in wire shape: sent as `extra_body`, byte-for-byte the same JSON.
     passthrough: ClassVar[tuple[str, ...]] = ("tools",)
+    # Config params the API spells differently, e.g. OpenAI's max_completion_tokens.
+    renamed_params: ClassVar[dict[str, str]] = {}
 
     def __init__(self, config: LLMConfig, api_key: str, base_url: str | None = None,
                  timeout: float = 30.0, max_retries: int = 2) -> None:
@@ -128,9 +130,6 @@ class SDKProvider(ABC):
     @abstractmethod
     def read(self, response: Any) -> Reply: ...
 
-    def adjust_params(self, extra: dict[str, Any], body: dict[str, Any]) -> None:
-        """Rename config params the API spells differently (in place)."""
-
     # ------------------------------------------------------------ shared
 
     def build_request(self, system: str, messages: list[Message], tools: list[ToolSpec],
@@ -156,7 +155,11 @@ class SDKProvider(ABC):
         body = self.build_request(system, messages, tools, tool_choice, options)
         # Config params (temperature, metadata, ...) apply unless this request set them.
         extra = {k: v for k, v in self.config.params.items() if k not in body}
-        self.adjust_params(extra, body)
+        for ours, theirs in self.renamed_params.items():
+            if ours in extra:
+                value = extra.pop(ours)
+                if theirs not in body:
+                    extra.setdefault(theirs, value)
         for key in self.passthrough:
             if key in body:
                 extra[key] = body.pop(key)
