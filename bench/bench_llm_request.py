@@ -7,8 +7,9 @@ eight real tool specs) through the provider adapter and the official SDK to
 tests/bot/fake_llm_server.py on 127.0.0.1, which answers at once with a short text. Prints the
 CPU time of the calling thread per call (median of --rounds rounds; the server's threads are
 not counted, and the wall time is mostly the fake server's latency). With --profile, cProfile of the calling thread
-(the server runs in its own threads and is not counted): the top functions by cumulative time
-and the share spent in the SDK's request transform and in building the tools' payload.
+(the server runs in its own threads and is not counted): the top functions by cumulative time,
+and the share of the adapter's complete() spent in the SDK's request transform and in our own
+translation of messages and tools.
 """
 
 from __future__ import annotations
@@ -96,18 +97,23 @@ def main(argv: list[str] | None = None) -> None:
     pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
     print(out.getvalue())
     shares: dict[str, float] = {}
+    inside = 0.0  # cumulative time inside our adapter's complete() (idle waits excluded)
     for (file, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
         cumulative = row[3]
+        if name == "send" and "/bot/llm/" in file:
+            shares["SDK call (send)"] = cumulative
+        if name == "complete" and "/bot/llm/" in file:
+            inside = max(inside, cumulative)
         if name in ("_transform_recursive", "_async_transform_recursive") \
                 and "_utils/_transform" in file:
-            shares["SDK transform (outermost)"] = max(shares.get("SDK transform (outermost)",
-                                                                0.0), cumulative)
-        if name in ("translate_tools", "tools_payload", "_tools_payload"):
-            shares[f"tools payload ({name})"] = cumulative
-    print(f"profiled total {total:.3f} s over {args.calls} calls "
-          f"({total / args.calls * 1000:.3f} ms per call under cProfile)")
-    for label, seconds in shares.items():
-        print(f"  {label}: {seconds:.3f} s ({seconds / total:.1%})")
+            key = "SDK request transform"
+            shares[key] = max(shares.get(key, 0.0), cumulative)
+        if name in ("translate_tools", "translate_messages"):
+            shares[f"our {name}"] = shares.get(f"our {name}", 0.0) + cumulative
+    print(f"under cProfile: {inside:.3f} s inside complete() over {args.calls} calls "
+          f"(the rest of {total:.3f} s is waiting for the server)")
+    for label, seconds in sorted(shares.items()):
+        print(f"  {label}: {seconds:.3f} s ({seconds / inside:.1%} of complete())")
 
 
 if __name__ == "__main__":

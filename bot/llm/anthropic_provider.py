@@ -106,7 +106,7 @@ class AnthropicProvider(SDKProvider):
     sdk: ClassVar[ModuleType] = anthropic
     sdk_error: ClassVar[type[Exception]] = anthropic.AnthropicError
     stop_reasons = _STOP
-    passthrough = ("tools", "output_config")
+    passthrough = ("tools", "messages", "output_config")
 
     def make_client(self, kwargs: dict[str, Any]) -> Any:
         # An explicit api_key: a profile on disk is never picked up.

@@ -99,7 +99,7 @@ class OpenAIProvider(SDKProvider):
     sdk: ClassVar[ModuleType] = openai
     sdk_error: ClassVar[type[Exception]] = openai.OpenAIError
     stop_reasons = _STOP
-    passthrough = ("tools", "response_format")
+    passthrough = ("tools", "messages", "response_format")
     # The config may say max_tokens; the API wants this name.
     renamed_params = {"max_tokens": "max_completion_tokens"}
 

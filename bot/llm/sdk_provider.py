@@ -84,9 +84,13 @@ class SDKProvider(ABC):
     sdk: ClassVar[ModuleType]  # the SDK module: its exception classes are mapped to ours
     sdk_error: ClassVar[type[Exception]]  # the SDK's base exception
     stop_reasons: ClassVar[dict[str, StopReason]]  # the SDK's stop words -> ours
-    # Request fields the SDK would re-walk (its type-driven transform) on every request although
-    # they are already in wire shape: sent as `extra_body`, byte-for-byte the same JSON.
-    passthrough: ClassVar[tuple[str, ...]] = ("tools",)
+    # Request fields already in wire shape that the SDK would otherwise re-walk on every
+    # request (its type-driven transform tries every member of its message and tool unions:
+    # most of our CPU time per call, see docs/performance.md). They go in `extra_body`, which
+    # the SDK merges into the JSON as is: the same bytes on the wire. A required parameter
+    # moved this way is given to the SDK as an empty placeholder that `extra_body` replaces.
+    passthrough: ClassVar[tuple[str, ...]] = ("tools", "messages")
+    _placeholders: ClassVar[dict[str, Any]] = {"messages": []}
     # Config params the API spells differently, e.g. OpenAI's max_completion_tokens.
     renamed_params: ClassVar[dict[str, str]] = {}
 
@@ -163,6 +167,8 @@ class SDKProvider(ABC):
         for key in self.passthrough:
             if key in body:
                 extra[key] = body.pop(key)
+                if key in self._placeholders:
+                    body[key] = self._placeholders[key]
         try:
             response = await self.send(body, extra or None)
         except self.sdk_error as exc:
