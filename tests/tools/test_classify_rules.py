@@ -260,3 +260,14 @@ def test_classify_with_any_neighbours_never_raises(text: str,
     result = classify(text, today=WED, similar=lambda t: answer)
     assert result.category in CATEGORIES and 0.0 <= result.confidence <= 1.0
     assert set(result.fields) <= set(FIELDS[result.category])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.dates())
+def test_a_due_date_only_from_a_date_word_and_always_valid(text: str, today: date) -> None:
+    from tests.tools.test_dates import DATE_WORD
+
+    due = classify(text, today=today).fields.get("due_date")
+    if due is not None:
+        assert DATE_WORD.search(text), f"{due} from {text!r}"
+        assert date.fromisoformat(due).isoformat() == due
