@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.types import CATEGORIES
+from tests.tools.test_dates import DATE_WORD
 from tools.classify_rules import FIELDS, MAX_NAME, classify, due_date, make_title
 
 WED = date(2026, 3, 4)  # a Wednesday
@@ -265,8 +266,6 @@ def test_classify_with_any_neighbours_never_raises(text: str,
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200), st.dates())
 def test_a_due_date_only_from_a_date_word_and_always_valid(text: str, today: date) -> None:
-    from tests.tools.test_dates import DATE_WORD
-
     due = classify(text, today=today).fields.get("due_date")
     if due is not None:
         assert DATE_WORD.search(text), f"{due} from {text!r}"
