@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +39,9 @@ class ToolContext:
     # The user's IANA time zone: relative dates in a thought ("tomorrow") are read in it.
     # None: the machine's zone.
     tz: str | None = None
+    # Nearest labelled examples of a text as (category, score 0..1), e.g. from sentence
+    # vectors: the keyword classifier asks it when its rules are unsure. None: rules only.
+    similar: Callable[[str], Sequence[tuple[str, float]]] | None = None
 
     def full_text(self, text: str) -> str:
         if self.message and self.message_view and self.message_view != self.message \

@@ -27,3 +27,18 @@ async def test_capture_keeps_a_due_date_the_model_gives_a_person(ctx: ToolContex
     assert ex.status == "ok", ex.content
     fields = ex.output.data["fields"] if ex.output else {}
     assert fields["due_date"] == "2030-07-05" and "next_action" not in fields
+
+
+async def test_capture_without_hints_asks_the_neighbours_when_unsure(ctx: ToolContext) -> None:
+    asked: list[str] = []
+
+    def similar(text: str) -> list[tuple[str, float]]:
+        asked.append(text)
+        return [("ideas", 0.8), ("ideas", 0.7)]
+
+    ctx.similar = similar
+    ex = await call(ctx, "classify_and_capture", text="the sky was very blue this morning")
+    assert ex.status == "ok", ex.content
+    data = ex.output.data if ex.output else {}
+    assert asked == ["the sky was very blue this morning"]
+    assert data["category"] == "ideas" and data["confidence"] >= 0.6
