@@ -76,6 +76,9 @@ class Brain:
         return cls(settings, db, provider, vault_override=vault_override)
 
     async def close(self) -> None:
+        aclose = getattr(self.provider, "aclose", None)
+        if aclose is not None:  # the SDK providers' HTTP clients
+            await aclose()
         await self.db.close()
 
     @property
@@ -128,7 +131,7 @@ class Brain:
                           make_digest=self._digest_maker(store, user_id),
                           message=text, message_view=view,
                           job_id=job.id if job else None, job_key=job.key if job else None,
-                          job_attempt=job.attempts if job else 1)
+                          job_attempt=job.attempts if job else 1, tz=self.settings.tz)
 
         async def run_call(call: ToolCall) -> Execution:
             return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
@@ -373,7 +376,7 @@ class Brain:
         store = self.store_for(user_id)
         ctx = ToolContext(store=store, db=self.db, user_id=user_id, source=source,
                           confidence_threshold=self.settings.confidence_threshold,
-                          make_digest=self._digest_maker(store, user_id))
+                          make_digest=self._digest_maker(store, user_id), tz=self.settings.tz)
         return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
 
 

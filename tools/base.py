@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,6 +37,12 @@ class ToolContext:
     # the view files the whole message, so a long paste is never cut to what fit the prompt.
     message: str | None = None
     message_view: str | None = None
+    # The user's IANA time zone: relative dates in a thought ("tomorrow") are read in it.
+    # None: the machine's zone.
+    tz: str | None = None
+    # Nearest labelled examples of a text as (category, score 0..1), e.g. from sentence
+    # vectors: the keyword classifier asks it when its rules are unsure. None: rules only.
+    similar: Callable[[str], Sequence[tuple[str, float]]] | None = None
     # The intake job this turn runs for: a job that runs again (its process died) gives its
     # notes the same ids, so a capture made by the first attempt is found, not made twice.
     job_id: int | None = None

@@ -9,7 +9,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from storage import repositories
-from storage.types import CATEGORY_FIELDS, DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES
+from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 
@@ -57,10 +57,11 @@ DESCRIPTION = (
 
 def _category_fields(category: str, source: dict[str, Any],
                      dropped: list[str]) -> dict[str, Any]:
-    """Only the fields that belong to the category, with sane values; a value that cannot be
-    kept is dropped and named in `dropped`, and the capture stands."""
+    """Only the fields that belong to the category (and a due date, whatever the category),
+    with sane values; a value that cannot be kept is dropped and named in `dropped`, and the
+    capture stands."""
     out: dict[str, Any] = {}
-    for key in CATEGORY_FIELDS.get(category, ()):
+    for key in classify_rules.FIELDS.get(category, ()):
         value = source.get(key)
         if value is None or value == "" or value == []:
             continue
@@ -140,20 +141,20 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     elif "category" in hints:
         # The model chose without saying how sure: the keyword rules vote. Agreement files it;
         # disagreement sends it to the inbox with the model's choice as the suggestion.
-        classified = classify_rules.classify(text)
+        classified = classify_rules.classify(text, tz=ctx.tz, similar=ctx.similar)
         category = str(hints["category"])
         agree = classified.category == category
         confidence = (max(classified.confidence, ctx.confidence_threshold) if agree
                       else min(classified.confidence, ctx.confidence_threshold - 0.01))
     else:
-        classified = classify_rules.classify(text)
+        classified = classify_rules.classify(text, tz=ctx.tz, similar=ctx.similar)
         category, confidence = classified.category, float(classified.confidence)
         suggested_fields = dict(classified.fields)
     confidence = round(min(max(confidence, 0.0), 1.0), 2)
 
     name = str(hints.get("name") or "").strip()
     if not name:
-        name = classified.name if classified else classify_rules.make_title(text)
+        name = classified.name if classified else classify_rules.subject(text)
     name = name[:MAX_NAME].strip() or "Untitled"
 
     # The model's fields win over the keyword classifier's.

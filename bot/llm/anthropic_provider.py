@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, ClassVar
 
 import anthropic
 
-from bot.llm.configs import LLMConfig
-from bot.llm.errors import map_sdk_error
+from bot.llm.sdk_provider import Reply, SDKProvider
 from bot.llm.types import (
-    BadRequest,
-    Completion,
-    LLMError,
     Message,
     NamedTool,
     RequestOptions,
@@ -21,8 +19,6 @@ from bot.llm.types import (
     ToolChoice,
     ToolResult,
     ToolSpec,
-    Usage,
-    requested_tools,
 )
 
 DEFAULT_MAX_TOKENS = 2048
@@ -94,7 +90,7 @@ def translate_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def translate_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+def translate_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [{"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in tools]
 
@@ -105,26 +101,25 @@ def translate_tool_choice(choice: ToolChoice) -> dict[str, Any]:
     return {"type": {"auto": "auto", "required": "any", "none": "none"}[choice]}
 
 
-def map_error(exc: Exception) -> LLMError:
-    return map_sdk_error(anthropic, "Anthropic", exc)
+class AnthropicProvider(SDKProvider):
+    label = "Anthropic"
+    sdk: ClassVar[ModuleType] = anthropic
+    sdk_error: ClassVar[type[Exception]] = anthropic.AnthropicError
+    stop_reasons = _STOP
+    passthrough = ("tools", "messages", "output_config")
 
-
-class AnthropicProvider:
-    def __init__(self, config: LLMConfig, api_key: str, base_url: str | None = None,
-                 timeout: float = 30.0, max_retries: int = 2) -> None:
-        self.config = config
-        self.name = config.id
-        self.model = config.model
-        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout,
-                                  "max_retries": max_retries}
-        if base_url:
-            kwargs["base_url"] = base_url
+    def make_client(self, kwargs: dict[str, Any]) -> Any:
         # An explicit api_key: a profile on disk is never picked up.
-        self.client = anthropic.AsyncAnthropic(**kwargs)
+        return anthropic.AsyncAnthropic(**kwargs)
 
-    def build_request(self, system: str, messages: list[Message], tools: list[ToolSpec],
-                      tool_choice: ToolChoice = "auto",
-                      options: RequestOptions | None = None) -> dict[str, Any]:
+    def translate_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+        return translate_tools(tools)
+
+    def translate_tool_choice(self, choice: ToolChoice) -> Any:
+        return translate_tool_choice(choice)
+
+    def request_base(self, system: str, messages: list[Message],
+                     options: RequestOptions | None) -> dict[str, Any]:
         max_tokens = self.config.params.get("max_tokens", DEFAULT_MAX_TOKENS)
         if options is not None and options.max_tokens is not None:
             max_tokens = options.max_tokens
@@ -132,62 +127,33 @@ class AnthropicProvider:
                                 "messages": translate_messages(messages)}
         if system:
             body["system"] = system
-        tools, choice = requested_tools(tools, tool_choice, options,
-                                        self.config.default_tool_name)
-        if tools:
-            body["tools"] = translate_tools(tools)
-            body["tool_choice"] = translate_tool_choice(choice)
-        if options is not None and options.response_schema is not None:
-            body["output_config"] = {"format": {"type": "json_schema",
-                                                "schema": options.response_schema}}
         return body
 
-    async def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
-                       tool_choice: ToolChoice = "auto",
-                       options: RequestOptions | None = None) -> Completion:
-        body = self.build_request(system, messages, tools, tool_choice, options)
-        extra = {k: v for k, v in self.config.params.items() if k not in body}
-        try:
-            response = await self.client.messages.create(**body, extra_body=extra or None)
-        except anthropic.AnthropicError as exc:
-            raise map_error(exc) from exc
-        except ValueError as exc:  # client-side checks, e.g. "Streaming is required"
-            raise BadRequest(f"Anthropic request not sent: {exc}") from exc
-        return self.parse_response(response, options)
+    def response_format(self, options: RequestOptions) -> dict[str, Any]:
+        return {"output_config": {"format": {"type": "json_schema",
+                                             "schema": options.response_schema}}}
 
-    def parse_response(self, response: Any, options: RequestOptions | None) -> Completion:
-        texts: list[str] = []
-        calls: list[ToolCall] = []
+    async def send(self, body: dict[str, Any], extra: dict[str, Any] | None) -> Any:
+        return await self.client.messages.create(**body, extra_body=extra)
+
+    def read(self, response: Any) -> Reply:
+        reply = Reply(raw_stop=response.stop_reason, model=response.model)
         for block in response.content:
             if block.type == "text" and block.text:
-                texts.append(block.text)
+                reply.texts.append(block.text)
             elif block.type == "tool_use":
                 value = block.input
                 if isinstance(value, dict):
-                    calls.append(ToolCall(id=block.id, name=block.name, arguments=value,
-                                          raw_arguments=json.dumps(value)))
+                    reply.tool_calls.append(ToolCall(id=block.id, name=block.name,
+                                                     arguments=value,
+                                                     raw_arguments=json.dumps(value)))
                 else:
-                    calls.append(ToolCall(
+                    reply.tool_calls.append(ToolCall(
                         id=block.id, name=block.name, arguments=None,
                         raw_arguments=json.dumps(value),
                         parse_error="the tool input must be a JSON object, "
                                     f"got {type(value).__name__}"))
-        text = "\n".join(texts) or None
-        stop = _STOP.get(response.stop_reason or "", "other")
-        parsed: dict[str, Any] | None = None
-        if options is not None and options.response_schema is not None and text:
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                value = None
-            parsed = value if isinstance(value, dict) else None
-        if parsed is None and options is not None and options.tool_schema is not None \
-                and calls and calls[0].arguments is not None:
-            parsed = calls[0].arguments
         usage = response.usage
-        return Completion(
-            text=text, tool_calls=tuple(calls), stop_reason=stop,
-            usage=Usage(getattr(usage, "input_tokens", 0) or 0,
-                        getattr(usage, "output_tokens", 0) or 0),
-            model=response.model or self.model, parsed=parsed,
-        )
+        reply.input_tokens = getattr(usage, "input_tokens", 0) or 0
+        reply.output_tokens = getattr(usage, "output_tokens", 0) or 0
+        return reply

@@ -2,22 +2,27 @@
 
 Built-ins cover the two SDKs and the offline provider; a JSON or YAML file (BRAIN_LLM_CONFIGS)
 adds configs or overrides built-ins. `select_config` picks one from the settings and
-`make_provider` connects it.
+`make_provider` connects it through a table of factories. Provider modules never import this
+module (their config type lives in `bot.llm.types`), and this module imports a provider only
+when it is connected, so there is no import circle and no SDK is loaded that is not used.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from bot.llm.types import (
+    OFFLINE_CONFIG,
     AuthError,
     Completion,
+    LLMConfig,
     Message,
     Provider,
     RequestOptions,
@@ -28,20 +33,10 @@ from bot.llm.types import (
 if TYPE_CHECKING:
     from bot.config import Settings
 
+__all__ = ["BUILTIN_CONFIGS", "PROVIDERS", "LLMConfig", "MissingKeyProvider", "load_configs",
+           "make_provider", "select_config"]
+
 PROVIDERS = ("openai", "anthropic", "offline")
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    id: str
-    provider: str  # "openai" | "anthropic" | "offline"
-    model: str
-    api_key_env: str | None = None
-    base_url: str | None = None  # None: the SDK default, or its *_BASE_URL env var
-    params: dict[str, Any] = field(default_factory=dict)  # default request params
-    default_tool_name: str = "respond"  # the tool a RequestOptions.tool_schema becomes
-    timeout: float = 30.0
-    max_retries: int = 2
 
 
 BUILTIN_CONFIGS: dict[str, LLMConfig] = {
@@ -49,7 +44,7 @@ BUILTIN_CONFIGS: dict[str, LLMConfig] = {
                         api_key_env="OPENAI_API_KEY"),
     "anthropic": LLMConfig(id="anthropic", provider="anthropic", model="claude-opus-5-5",
                            api_key_env="ANTHROPIC_API_KEY", params={"max_tokens": 2048}),
-    "offline": LLMConfig(id="offline", provider="offline", model="rules-v1"),
+    "offline": OFFLINE_CONFIG,
 }
 
 # The SDKs' own environment variables, and the Settings fields that also read them from .env.
@@ -173,12 +168,35 @@ class MissingKeyProvider:
         raise AuthError(f"no API key: set {self.env}")
 
 
+# (config, api_key, base_url, timeout, max_retries) -> provider; SDKs load on first use.
+SDKFactory = Callable[[LLMConfig, str, "str | None", float, int], Provider]
+
+
+def _openai(config: LLMConfig, key: str, base_url: str | None, timeout: float,
+            retries: int) -> Provider:
+    from bot.llm.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(config, api_key=key, base_url=base_url, timeout=timeout,
+                          max_retries=retries)
+
+
+def _anthropic(config: LLMConfig, key: str, base_url: str | None, timeout: float,
+               retries: int) -> Provider:
+    from bot.llm.anthropic_provider import AnthropicProvider
+
+    return AnthropicProvider(config, api_key=key, base_url=base_url, timeout=timeout,
+                             max_retries=retries)
+
+
+SDK_FACTORIES: dict[str, SDKFactory] = {"openai": _openai, "anthropic": _anthropic}
+
+
 def make_provider(config: LLMConfig, settings: Settings) -> Provider:
-    """Connect a config. SDKs are imported only when their provider is used."""
+    """Connect a config. The offline provider works in the settings' time zone (BRAIN_TZ)."""
     if config.provider == "offline":
         from bot.llm.offline import OfflineProvider
 
-        return OfflineProvider(config)
+        return OfflineProvider(config, tz=getattr(settings, "tz", None))
 
     key = None
     if config.api_key_env:
@@ -196,13 +214,4 @@ def make_provider(config: LLMConfig, settings: Settings) -> Provider:
         else config.timeout
     retries = settings.llm_max_retries if "llm_max_retries" in settings.model_fields_set \
         else config.max_retries
-
-    if config.provider == "openai":
-        from bot.llm.openai_provider import OpenAIProvider
-
-        return OpenAIProvider(config, api_key=key, base_url=base_url, timeout=timeout,
-                              max_retries=retries)
-    from bot.llm.anthropic_provider import AnthropicProvider
-
-    return AnthropicProvider(config, api_key=key, base_url=base_url, timeout=timeout,
-                             max_retries=retries)
+    return SDK_FACTORIES[config.provider](config, key, base_url, timeout, retries)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, ClassVar
 
 import openai
 
-from bot.llm.configs import LLMConfig
-from bot.llm.errors import map_sdk_error
+from bot.llm.sdk_provider import Reply, SDKProvider
 from bot.llm.types import (
-    Completion,
-    LLMError,
     Message,
     NamedTool,
     RequestOptions,
@@ -20,8 +19,6 @@ from bot.llm.types import (
     ToolChoice,
     ToolSpec,
     Unavailable,
-    Usage,
-    requested_tools,
 )
 
 _STOP: dict[str, StopReason] = {
@@ -69,7 +66,7 @@ def _raw_arguments(call: ToolCall) -> str:
     return json.dumps(call.arguments if call.arguments is not None else {})
 
 
-def translate_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+def translate_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     # strict off: our schemas have optional properties, which strict mode forbids.
     return [{"type": "function",
              "function": {"name": t.name, "description": t.description,
@@ -97,60 +94,42 @@ def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]
     return value, None
 
 
-def map_error(exc: Exception) -> LLMError:
-    return map_sdk_error(openai, "OpenAI", exc)
+class OpenAIProvider(SDKProvider):
+    label = "OpenAI"
+    sdk: ClassVar[ModuleType] = openai
+    sdk_error: ClassVar[type[Exception]] = openai.OpenAIError
+    stop_reasons = _STOP
+    passthrough = ("tools", "messages", "response_format")
+    # The config may say max_tokens; the API wants this name.
+    renamed_params = {"max_tokens": "max_completion_tokens"}
 
+    def make_client(self, kwargs: dict[str, Any]) -> Any:
+        return openai.AsyncOpenAI(**kwargs)
 
-class OpenAIProvider:
-    def __init__(self, config: LLMConfig, api_key: str, base_url: str | None = None,
-                 timeout: float = 30.0, max_retries: int = 2) -> None:
-        self.config = config
-        self.name = config.id
-        self.model = config.model
-        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout,
-                                  "max_retries": max_retries}
-        if base_url:
-            kwargs["base_url"] = base_url
-        self.client = openai.AsyncOpenAI(**kwargs)
+    def translate_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+        return translate_tools(tools)
 
-    def build_request(self, system: str, messages: list[Message], tools: list[ToolSpec],
-                      tool_choice: ToolChoice = "auto",
-                      options: RequestOptions | None = None) -> dict[str, Any]:
-        """The request body (without config params), for the SDK and for inspection."""
+    def translate_tool_choice(self, choice: ToolChoice) -> Any:
+        return translate_tool_choice(choice)
+
+    def request_base(self, system: str, messages: list[Message],
+                     options: RequestOptions | None) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model,
                                 "messages": translate_messages(system, messages)}
-        tools, choice = requested_tools(tools, tool_choice, options,
-                                        self.config.default_tool_name)
-        if tools:
-            body["tools"] = translate_tools(tools)
-            body["tool_choice"] = translate_tool_choice(choice)
-        if options is not None and options.response_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": options.response_name,
-                                "schema": options.response_schema, "strict": False},
-            }
         if options is not None and options.max_tokens is not None:
             body["max_completion_tokens"] = options.max_tokens
         return body
 
-    async def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
-                       tool_choice: ToolChoice = "auto",
-                       options: RequestOptions | None = None) -> Completion:
-        body = self.build_request(system, messages, tools, tool_choice, options)
-        # Config params (temperature, reasoning_effort, ...) apply unless this request set them.
-        extra = {k: v for k, v in self.config.params.items() if k not in body}
-        if "max_tokens" in extra:  # the config may say max_tokens; the API wants this name
-            value = extra.pop("max_tokens")
-            if "max_completion_tokens" not in body:
-                extra.setdefault("max_completion_tokens", value)
-        try:
-            response = await self.client.chat.completions.create(**body, extra_body=extra or None)
-        except openai.OpenAIError as exc:
-            raise map_error(exc) from exc
-        return self.parse_response(response, options)
+    def response_format(self, options: RequestOptions) -> dict[str, Any]:
+        return {"response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": options.response_name,
+                            "schema": options.response_schema, "strict": False}}}
 
-    def parse_response(self, response: Any, options: RequestOptions | None) -> Completion:
+    async def send(self, body: dict[str, Any], extra: dict[str, Any] | None) -> Any:
+        return await self.client.chat.completions.create(**body, extra_body=extra)
+
+    def read(self, response: Any) -> Reply:
         if not response.choices:
             raise Unavailable("OpenAI returned no choices",
                               request_id=getattr(response, "_request_id", None))
@@ -167,27 +146,9 @@ class OpenAIProvider:
             arguments, error = parse_arguments(raw)
             calls.append(ToolCall(id=call.id, name=name, arguments=arguments,
                                   raw_arguments=raw or "", parse_error=error))
-        text = message.content or None
-        refusal = getattr(message, "refusal", None)
-        stop = _STOP.get(choice.finish_reason or "", "other")
-        if refusal and not text:
-            text, stop = refusal, "refusal"
-        if stop == "end_turn" and calls:
-            stop = "tool_use"  # some servers say "stop" with tool calls
-        parsed: dict[str, Any] | None = None
-        if options is not None and options.response_schema is not None and text:
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                value = None
-            parsed = value if isinstance(value, dict) else None
-        if parsed is None and options is not None and options.tool_schema is not None \
-                and calls and calls[0].arguments is not None:
-            parsed = calls[0].arguments
         usage = response.usage
-        return Completion(
-            text=text, tool_calls=tuple(calls), stop_reason=stop,
-            usage=Usage(getattr(usage, "prompt_tokens", 0) or 0,
-                        getattr(usage, "completion_tokens", 0) or 0),
-            model=response.model or self.model, parsed=parsed,
-        )
+        return Reply(texts=[message.content or ""], tool_calls=calls,
+                     raw_stop=choice.finish_reason, refusal=getattr(message, "refusal", None),
+                     input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                     output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                     model=response.model)

@@ -6,7 +6,36 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 Role = Literal["user", "assistant", "tool"]
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+# Why the model stopped, in our words (`Completion.raw_stop_reason` keeps the provider's):
+#   end_turn    it answered in text (OpenAI "stop"; Anthropic "end_turn", "stop_sequence")
+#   tool_use    it called tools (also when a server said "stop" but sent tool calls)
+#   max_tokens  cut off by the output limit or the context window; text/arguments may be partial
+#   refusal     it declined (Anthropic "refusal"; OpenAI `message.refusal` or "content_filter");
+#               `text` is None and `Completion.refusal` holds its explanation, if any
+#   empty       it stopped normally but said nothing: no text (blank counts) and no tool calls
+#   other       anything else (e.g. Anthropic "pause_turn", unknown reasons)
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "empty", "other"]
+NO_ANSWER: frozenset[str] = frozenset({"refusal", "empty"})
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """A connection config: which provider, model, key and endpoint. Nothing about use cases.
+    (Loading, selection and connecting live in `bot.llm.configs`.)"""
+
+    id: str
+    provider: str  # "openai" | "anthropic" | "offline"
+    model: str
+    api_key_env: str | None = None
+    base_url: str | None = None  # None: the SDK default, or its *_BASE_URL env var
+    params: dict[str, Any] = field(default_factory=dict)  # default request params
+    default_tool_name: str = "respond"  # the tool a RequestOptions.tool_schema becomes
+    timeout: float = 30.0
+    max_retries: int = 2
+
+
+# The built-in offline config (deterministic rules, no key, no network).
+OFFLINE_CONFIG = LLMConfig(id="offline", provider="offline", model="rules-v1")
 
 
 @dataclass(frozen=True)
@@ -106,12 +135,20 @@ def requested_tools(tools: list[ToolSpec], tool_choice: ToolChoice,
 
 @dataclass(frozen=True)
 class Completion:
-    text: str | None
+    text: str | None  # None when the model said nothing usable (see stop_reason)
     tool_calls: tuple[ToolCall, ...] = ()
     stop_reason: StopReason = "end_turn"
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     parsed: dict[str, Any] | None = None  # structured output, when a response schema was set
+    raw_stop_reason: str | None = None  # the provider's own word, for logs
+    refusal: str | None = None  # the model's explanation when stop_reason is "refusal"
+
+    @property
+    def no_answer(self) -> bool:
+        """A refusal or nothing at all: the caller should treat the turn as unanswered."""
+        return self.stop_reason in NO_ANSWER or (not (self.text or "").strip()
+                                                 and not self.tool_calls)
 
 
 class LLMError(Exception):

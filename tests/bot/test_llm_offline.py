@@ -1,10 +1,10 @@
 """The offline provider: routing table, arguments valid for the real tool schemas, summaries,
-tool_choice and per-request schemas."""
+tool_choice and per-request schemas; it works from the request (tool specs, messages)."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 import pytest
@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from bot.llm.offline import OfflineProvider, example_for_schema, filed_notes, route
+from bot.llm.offline import OfflineProvider, example_for_schema, route
+from bot.llm.offline_answers import FiledNote, last_filed
 from bot.llm.types import (
     Message,
     NamedTool,
@@ -21,7 +22,6 @@ from bot.llm.types import (
     ToolResult,
     ToolSpec,
 )
-from storage.types import VaultSummary
 
 try:
     from tools.registry import tool_specs
@@ -32,10 +32,7 @@ except ImportError:  # the tools package is someone else's; keep our tests indep
 
 WED = date(2026, 3, 4)
 SCHEMAS = {s.name: s.parameters for s in SPECS}
-FILED = ("Notes filed in this conversation:\n"
-         "- people/sara.md (id e_111): Sara\n"
-         "- projects/q3-budget.md (id e_222): Q3 budget\n"
-         "(most recent last)")
+FILED = FiledNote("projects/q3-budget.md", "e_222")  # the note this conversation filed last
 
 
 def tools() -> list[ToolSpec]:
@@ -84,7 +81,7 @@ def tools() -> list[ToolSpec]:
      {"path": "projects/q3-budget.md"}),
 ])
 def test_routing_table(text: str, tool: str, args: dict[str, Any]) -> None:
-    decided = route(text, FILED, WED)
+    decided = route(text, filed=FILED, today=WED)
     assert (decided.tool, decided.arguments) == (tool, args)
     if SCHEMAS:  # the arguments the real tools accept
         assert not list(Draft202012Validator(SCHEMAS[tool]).iter_errors(args))
@@ -92,12 +89,12 @@ def test_routing_table(text: str, tool: str, args: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("text", ["hi", "Hello!", "thanks", "help", "what can you do?"])
 def test_small_talk_is_text(text: str) -> None:
-    decided = route(text, FILED, WED)
+    decided = route(text, filed=FILED, today=WED)
     assert decided.tool is None and decided.text
 
 
 def test_thoughts_are_captured_with_hints() -> None:
-    decided = route("Call the dentist about the crown next Tuesday", "", WED)
+    decided = route("Call the dentist about the crown next Tuesday", today=WED)
     assert decided.tool == "classify_and_capture"
     assert decided.arguments == {
         "text": "Call the dentist about the crown next Tuesday",
@@ -110,35 +107,72 @@ def test_thoughts_are_captured_with_hints() -> None:
 
 
 def test_make_it_happen_is_not_a_correction() -> None:
-    assert route("make it happen by Friday", FILED, WED).tool == "classify_and_capture"
+    assert route("make it happen by Friday", filed=FILED, today=WED).tool \
+        == "classify_and_capture"
 
 
 def test_fix_without_a_filed_note_asks_which() -> None:
-    decided = route("fix: project", "No notes here.", WED)
+    decided = route("fix: project", filed=None, today=WED)
     assert decided.tool is None and "Which note" in (decided.text or "")
 
 
 def test_fix_with_unknown_category_says_so() -> None:
-    decided = route("fix: banana", FILED, WED)
+    decided = route("fix: banana", filed=FILED, today=WED)
     assert decided.tool is None and "banana" in (decided.text or "")
 
 
-def test_filed_notes_parse_the_prompt_format() -> None:
-    assert filed_notes(FILED) == [("people/sara.md", "e_111", "Sara"),
-                                  ("projects/q3-budget.md", "e_222", "Q3 budget")]
+def _turn(text: str, call: ToolCall, content: str) -> list[Message]:
+    return [Message("user", text), Message("assistant", None, (call,)),
+            Message("tool", tool_results=(ToolResult(call.id, call.name, content),)),
+            Message("assistant", "done")]
 
 
-def test_filed_notes_from_the_real_prompt() -> None:
-    prompts = pytest.importorskip("bot.prompts")
-    system = prompts.system_prompt(
-        now=datetime(2026, 3, 4, 9, 0, tzinfo=UTC),
-        summary=VaultSummary(counts={"people": 1}, total=1, active_projects=[],
-                             inbox_waiting=0),
-        filed=[prompts.FiledNote("people/sara.md", "e_1", "Sara"),
-               prompts.FiledNote("ideas/pod cast.md", "e_2", "Pod (cast)")],
-        threshold=0.6)
-    assert route("fix: project", system, WED).arguments == {
-        "path": "ideas/pod cast.md", "targetCategory": "projects"}
+CAPTURE_SARA = _turn("Call Sara", ToolCall("c1", "classify_and_capture", {}),
+                     '{"ok": true, "path": "people/sara.md", "id": "e_1", "name": "Sara", '
+                     '"category": "people", "confidence": 0.9, "status": "filed"}')
+CAPTURE_POD = _turn("Pod (cast)", ToolCall("c2", "classify_and_capture", {}),
+                    '{"ok": true, "path": "ideas/pod cast.md", "id": "e_2", "name": "Pod", '
+                    '"category": "ideas", "confidence": 0.3, "status": "needs_review"}')
+
+
+def test_last_filed_comes_from_the_conversation() -> None:
+    assert last_filed(CAPTURE_SARA + CAPTURE_POD) == FiledNote("ideas/pod cast.md", "e_2")
+    assert last_filed(CAPTURE_POD + CAPTURE_SARA) == FiledNote("people/sara.md", "e_1")
+    assert last_filed([Message("user", "hi")]) is None
+
+
+def test_last_filed_follows_a_move_and_ignores_lists_and_errors() -> None:
+    moved = _turn("fix: project", ToolCall("c3", "move_entry", {}),
+                  '{"ok": true, "oldPath": "ideas/pod cast.md", "newPath": '
+                  '"projects/pod cast.md", "id": "e_2", "name": "Pod"}')
+    listed = _turn("find pod", ToolCall("c4", "search_entries", {}),
+                   '{"ok": true, "entries": [{"path": "admin/x.md", "id": "e_9", '
+                   '"confidence": 0.8}], "total": 1}')
+    failed = [Message("user", "x"), Message("assistant", None, (ToolCall("c5", "t", {}),)),
+              Message("tool", tool_results=(ToolResult(
+                  "c5", "t", '{"path": "admin/y.md", "confidence": 1}', is_error=True),))]
+    assert last_filed(CAPTURE_POD + moved + listed + failed) == \
+        FiledNote("projects/pod cast.md", "e_2")
+
+
+def test_last_filed_reads_a_shortened_old_result() -> None:
+    # bot/history.py cuts older results mid-JSON; the path and id come first and survive.
+    content = ('{"ok": true, "path": "projects/q3 \\"budget\\".md", "id": "e_7", "name": "'
+               + "x" * 250 + '… [shortened from 900 chars]')
+    old = _turn("Q3 budget", ToolCall("c6", "classify_and_capture", {}), content)
+    assert last_filed(old) is None  # no sign it was a capture: not guessed
+    content = content.replace('"name"', '"confidence": 0.8, "name"')
+    old = _turn("Q3 budget", ToolCall("c6", "classify_and_capture", {}), content)
+    assert last_filed(old) == FiledNote('projects/q3 "budget".md', "e_7")
+
+
+async def test_a_correction_moves_the_note_filed_in_the_conversation() -> None:
+    # The prompt says nothing here: the filed note is read from the request's messages.
+    history = CAPTURE_SARA + CAPTURE_POD + [Message("user", "actually that's a project")]
+    completion = await OfflineProvider(today=WED).complete("", history, tools())
+    (call,) = completion.tool_calls
+    assert (call.name, call.arguments) == (
+        "move_entry", {"path": "ideas/pod cast.md", "targetCategory": "projects"})
 
 
 # ---------------------------------------------------------------- the provider
@@ -146,7 +180,8 @@ def test_filed_notes_from_the_real_prompt() -> None:
 
 async def test_first_iteration_calls_a_tool_then_summarises() -> None:
     provider = OfflineProvider(today=WED)
-    first = await provider.complete(FILED, [Message("user", "find budget")], tools())
+    system = "You are Second Brain."
+    first = await provider.complete(system, [Message("user", "find budget")], tools())
     assert first.stop_reason == "tool_use" and first.text is None
     (call,) = first.tool_calls
     assert (call.name, call.arguments) == ("search_entries", {"query": "budget"})
@@ -156,7 +191,7 @@ async def test_first_iteration_calls_a_tool_then_summarises() -> None:
         {"name": "Budget review", "path": "admin/budget-review.md"}], "total": 2})
     history = [Message("user", "find budget"), Message("assistant", None, first.tool_calls),
                Message("tool", tool_results=(ToolResult(call.id, call.name, result),))]
-    second = await provider.complete(FILED, history, tools())
+    second = await provider.complete(system, history, tools())
     assert second.tool_calls == () and second.stop_reason == "end_turn"
     assert second.text == "Found 2 notes: Q3 budget, Budget review."
     assert call.id != "" and second.usage.input_tokens > first.usage.input_tokens > 0
