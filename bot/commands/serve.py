@@ -122,6 +122,7 @@ async def _data_checks(settings: Settings) -> list[Any]:
         checks.append(Check("Data directory", False, f"{data_dir}: {exc.strerror or exc}",
                             "set BRAIN_DATA_DIR to a writable folder (in Docker: mount /data)"))
         return checks
+    checks.append(_temp_check(settings))
     try:
         db = await Database.open(settings.db_url())
         await db.close()
@@ -130,6 +131,20 @@ async def _data_checks(settings: Settings) -> list[Any]:
         checks.append(Check("Database", False, f"{_safe_url(settings.db_url())}: {exc}",
                             "check DATABASE_URL, or remove it to use SQLite in BRAIN_DATA_DIR"))
     return checks
+
+
+def _temp_check(settings: Settings) -> Any:
+    """Temp files a killed writer left in the vaults: removed (they are ours, never notes)."""
+    from bot.slack.doctor import Check
+    from storage.vault import Vault
+
+    root = settings.vault_root
+    if not root.is_dir():
+        return Check("Vault temp files", True, f"{root} does not exist yet")
+    removed = Vault(root).clean_temp()
+    detail = (f"removed {len(removed)} left by an interrupted write" if removed
+              else "none left by interrupted writes")
+    return Check("Vault temp files", True, detail)
 
 
 def _safe_url(url: str) -> str:
