@@ -16,6 +16,7 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
@@ -70,7 +71,9 @@ class SlackBot:
                  retry_delays: tuple[float, ...] = RETRY_DELAYS) -> None:
         self.brain = brain
         self.settings = settings
-        self.client = client or make_client(settings)
+        # One HTTP session for every Web API call of this bot (connections are reused).
+        self._session = aiohttp.ClientSession() if client is None else None
+        self.client = client or make_client(settings, session=self._session)
         self.ack_ms: deque[float] = deque(maxlen=1000)  # recent request->response times
         self.app = AsyncApp(
             client=self.client,
@@ -154,6 +157,8 @@ class SlackBot:
                 await task
         if self._started:
             await self.worker.stop(drain_timeout)
+        if self._session is not None:
+            await self._session.close()
 
     # -- HTTP ---------------------------------------------------------------------------------
 

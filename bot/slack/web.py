@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
@@ -40,12 +41,16 @@ def api_base_url(settings: Settings) -> str | None:
     return url if url.endswith("/") else url + "/"
 
 
-def make_client(settings: Settings, token: str | None = None) -> AsyncWebClient:
-    """A Web API client for SLACK_API_URL (if set) that honours Retry-After on 429."""
+def make_client(settings: Settings, token: str | None = None,
+                session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
+    """A Web API client for SLACK_API_URL (if set) that honours Retry-After on 429. With
+    `session`, every call reuses its connections (the SDK opens a session per call without)."""
     kwargs: dict[str, Any] = {}
     base = api_base_url(settings)
     if base:
         kwargs["base_url"] = base
+    if session is not None:
+        kwargs["session"] = session
     client = AsyncWebClient(token=token or settings.slack_bot_token, **kwargs)
     client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     return client
