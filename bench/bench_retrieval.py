@@ -177,13 +177,15 @@ def first_hit(ranking: list[str], relevant: frozenset[str]) -> int | None:
     return None
 
 
-def metrics(queries: Sequence[Query], rankings: Sequence[list[str]]) -> dict[str, tuple[float,
-                                                                                          ...]]:
+Scores = dict[str, tuple[float, float, float, float]]
+
+
+def metrics(queries: Sequence[Query], rankings: Sequence[list[str]]) -> Scores:
     """kind -> (recall@3, recall@5, MRR, count)."""
     by_kind: dict[str, list[int | None]] = defaultdict(list)
     for q, ranking in zip(queries, rankings, strict=True):
         by_kind[q.kind].append(first_hit(ranking, q.relevant))
-    out = {}
+    out: Scores = {}
     for kind in KINDS:
         hits = by_kind[kind]
         n = len(hits) or 1
@@ -193,7 +195,7 @@ def metrics(queries: Sequence[Query], rankings: Sequence[list[str]]) -> dict[str
     return out
 
 
-def table(rows: list[tuple[str, dict[str, tuple[float, ...]]]]) -> str:
+def table(rows: list[tuple[str, Scores]]) -> str:
     head = "| method | " + " | ".join(f"{k} R@3 | {k} R@5 | {k} MRR" for k in KINDS) + " |"
     rule = "|---|" + "---:|" * (3 * len(KINDS))
     lines = [head, rule]
@@ -257,8 +259,7 @@ async def run(args: argparse.Namespace) -> None:
     print(f"indexed {stats.added} notes; read {len(notes)}")
 
     query_vectors, q_median, q_p95 = query_times(embedder, queries)
-    rows: list[tuple[str, dict[str, tuple[float, ...]]]] = [("keyword (today)",
-                                                             metrics(queries, keyword))]
+    rows: list[tuple[str, Scores]] = [("keyword (today)", metrics(queries, keyword))]
     speeds: list[tuple[Recipe, float, int]] = []
     report_misses: list[str] = []
     for recipe in args.recipes:
