@@ -266,12 +266,12 @@ async def run(args: argparse.Namespace) -> None:
     counts = {k: sum(q.kind == k for q in queries) for k in KINDS}
     print(f"vault {root}: queries {counts}; load average {os.getloadavg()[0]:.1f}"
           f" on {os.cpu_count()} cores")
-    embedder = Embedder.load()
-    if embedder is None:
+    one_core = Embedder.load()  # one thread, the default
+    if one_core is None:
         raise SystemExit("the embedding model cannot load here; see the log line above")
     # Index speed is timed on one thread, by CPU time: the figure holds on a busy machine too,
     # and a background indexer on one core leaves the other to the bot.
-    one_core = Embedder.open(threads=1)
+    embedder = Embedder.open(threads=os.cpu_count() or 1)
 
     with tempfile.TemporaryDirectory() as tmp:
         db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}")

@@ -103,9 +103,13 @@ class Embedder:
     # --- loading -----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, model_path: str | Path | None = None, *,
-             threads: int | None = None) -> Embedder:
-        """Load the model or raise EmbeddingUnavailable (for `brain doctor`: it says why)."""
+    def open(cls, model_path: str | Path | None = None, *, threads: int = 1) -> Embedder:
+        """Load the model or raise EmbeddingUnavailable (for `brain doctor`: it says why).
+
+        One thread by default: a query takes ~3 ms and a background indexer on one core
+        (~24 notes/s of docs-sized notes) leaves the other cores to the bot; a foreground
+        `brain reindex` may pass more.
+        """
         try:
             import kitoken
             import numpy  # noqa: F401
@@ -125,8 +129,11 @@ class Embedder:
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            options.intra_op_num_threads = threads or _cpu_count()
+            options.intra_op_num_threads = max(1, min(threads, _cpu_count()))
             options.inter_op_num_threads = 1
+            # Waiting threads sleep instead of spinning: spinning burns the core the bot and
+            # the database need, and measured no faster on a busy 2-core machine.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3  # errors only; warnings are about graph fusions
             session = ort.InferenceSession(data, sess_options=options,
                                            providers=["CPUExecutionProvider"])
@@ -143,7 +150,7 @@ class Embedder:
 
     @classmethod
     def load(cls, model_path: str | Path | None = None, *,
-             threads: int | None = None) -> Embedder | None:
+             threads: int = 1) -> Embedder | None:
         """The embedder, or None with one log line when the model cannot run here."""
         try:
             return cls.open(model_path, threads=threads)
