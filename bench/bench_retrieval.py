@@ -260,6 +260,25 @@ def speed_table(speeds: list[tuple[Recipe, Timing]], synthetic: dict[Recipe, Tim
     return "\n".join(lines)
 
 
+def top_k_times(sizes: Sequence[int], repeats: int = 200) -> list[str]:
+    """Brute-force top-10 over n random unit vectors of 384 floats (2 per note: title + window)."""
+    rng = np.random.default_rng(0)
+    out = []
+    for n in sizes:
+        matrix = rng.standard_normal((n, 384)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        owners = np.arange(n) // 2
+        times = []
+        for i in range(repeats):
+            start = time.perf_counter()
+            top_k_per_owner(matrix[i], matrix, owners, 10)
+            times.append(time.perf_counter() - start)
+        times.sort()
+        out.append(f"top-10 notes over {n:,} vectors: median {statistics.median(times) * 1e3:.2f}"
+                   f" ms, p95 {times[int(0.95 * (repeats - 1))] * 1e3:.2f} ms")
+    return out
+
+
 async def run(args: argparse.Namespace) -> None:
     root = args.vault.resolve()
     queries = load_queries(args.queries, root)
@@ -311,6 +330,7 @@ async def run(args: argparse.Namespace) -> None:
     print(f"query embedding ({len(queries)} queries, one at a time): median"
           f" {q_median * 1e3:.1f} ms, p95 {q_p95 * 1e3:.1f} ms on {os.cpu_count()} threads;"
           f" median {q1_median * 1e3:.1f} ms, p95 {q1_p95 * 1e3:.1f} ms on one")
+    print("\n".join(top_k_times((10_000, 50_000, 100_000))))
     print()
     print("\n".join(report_misses))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f} (timings are noisy when busy)")
