@@ -38,9 +38,8 @@ DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length, [CLS] and [SEP] included
 VOCAB_FILE = "bert-base-uncased-vocab.txt"
 _CLS, _SEP, _PAD = 101, 102, 0
-# A token covers at most ~100 characters (longer words become [UNK]), so this many characters
-# always hold more than MAX_TOKENS tokens of real text; the rest of a huge text is not even
-# tokenised.
+# Only the start of a huge text is tokenised: a token covers at most ~100 characters (longer
+# words become [UNK]), so this is room for far more than MAX_TOKENS tokens of any real text.
 _MAX_CHARS = 100 * MAX_TOKENS
 # Batches are grouped by length; a batch holds at most this many tokens (padding included).
 _BATCH_TOKENS = 4096
