@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 import yaml
+from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -33,6 +34,9 @@ class Locked:
     via: list[str] = field(default_factory=list)
 
 
+IMAGE_PYTHON = {"python_version": "3.11", "python_full_version": "3.11.14"}
+
+
 def parse_lock(text: str) -> dict[str, Locked]:
     """`uv pip compile --generate-hashes` output: name==version [; marker], hashes, via."""
     out: dict[str, Locked] = {}
@@ -40,13 +44,16 @@ def parse_lock(text: str) -> dict[str, Locked]:
     in_via = False
     for line in text.splitlines():
         if line and not line[0].isspace() and not line.startswith("#"):
-            spec = line.split(";")[0].rstrip(" \\")
-            name, _, version = spec.partition("==")
+            spec, _, marker = line.rstrip(" \\").partition(";")
+            name, _, version = spec.strip().partition("==")
             assert version, f"not pinned with ==: {line!r}"
             current = Locked(canonicalize_name(name), version.strip())
+            in_via = False
+            # A universal lock may pin a package per Python version: keep the image's one.
+            if marker.strip() and not Marker(marker.strip()).evaluate(IMAGE_PYTHON):
+                continue
             assert current.name not in out, f"{current.name} locked twice"
             out[current.name] = current
-            in_via = False
         elif current is not None and line.strip().startswith("--hash=sha256:"):
             current.hashes += 1
         elif current is not None and line.strip().startswith("# via"):
