@@ -1,21 +1,22 @@
-"""What every verb shares: --vault/--user/--json, opening storage, printing, errors."""
+"""What every verb shares: --vault/--user/--json, opening storage, printing, errors.
+
+Building the parser must stay cheap (`brain --help` in well under 0.3 s): settings (pydantic),
+storage (SQLAlchemy) and asyncio are imported by the functions that use them, not here.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
-from storage.db import Database
-from storage.errors import Ambiguous, StorageError
-from storage.store import Store
-from storage.vault import Vault
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from storage.store import Store
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +39,11 @@ def user_id(settings: Settings, args: argparse.Namespace) -> str:
 
 @asynccontextmanager
 async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settings, Store]]:
+    from bot.config import Settings
+    from storage.db import Database
+    from storage.store import Store
+    from storage.vault import Vault
+
     settings = Settings()
     db = await Database.open(settings.db_url())
     try:
@@ -57,6 +63,10 @@ def fail(message: str, code: int = 2) -> int:
 
 def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
     """Run an async verb; expected storage errors become a message and exit code 2."""
+    import asyncio
+
+    from storage.errors import Ambiguous, StorageError
+
     try:
         return asyncio.run(coro_fn())  # type: ignore[arg-type]
     except Ambiguous as exc:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 def register(sub: Any) -> None:  # argparse subparsers
@@ -37,6 +37,9 @@ def register(sub: Any) -> None:  # argparse subparsers
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.config import Settings
     from bot.slack.app import ServeError, serve
 
     logging.basicConfig(level=args.log_level.upper(),
@@ -59,6 +62,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.config import Settings
     from bot.slack.doctor import Check
 
     checks: list[Check] = asyncio.run(_doctor(Settings(), offline=args.offline))
