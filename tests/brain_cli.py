@@ -42,14 +42,14 @@ class BrainCLI:
     """`brain(*argv, stdin=...)` -> Result. Environment: nothing of the caller's BRAIN_*,
     SLACK_*, OPENAI_*, ANTHROPIC_* or DATABASE_URL, plus `env`; cwd is `cwd` (no stray .env)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                 cwd: Path, env: dict[str, str]) -> None:
-        self._mp, self._capsys, self.cwd, self.env = monkeypatch, capsys, cwd, env
+    def __init__(self, capsys: pytest.CaptureFixture[str], cwd: Path,
+                 env: dict[str, str]) -> None:
+        self._capsys, self.cwd, self.env = capsys, cwd, env
 
     def __call__(self, *argv: str, stdin: str = "", **env: str) -> Result:
         from bot.cli import main
 
-        with self._mp.context() as mp:
+        with pytest.MonkeyPatch.context() as mp:  # undone after each call
             for key in [k for k in os.environ if _configured(k)]:
                 mp.delenv(key)
             for key, value in {**self.env, **env}.items():

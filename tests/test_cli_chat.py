@@ -27,9 +27,8 @@ def base_env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def brain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-          capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    return BrainCLI(monkeypatch, capsys, tmp_path, base_env(tmp_path))
+def brain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    return BrainCLI(capsys, tmp_path, base_env(tmp_path))
 
 
 def vault(tmp_path: Path) -> Path:

@@ -23,11 +23,10 @@ ENTRY_KEYS = {"path", "id", "name", "category", "body"}
 SUMMARY_KEYS = {"path", "id", "name", "category", "status", "snippet", "updated"}
 
 
-def make_brain(tmp: Path, vault: Path, monkeypatch: pytest.MonkeyPatch,
-               capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+def make_brain(tmp: Path, vault: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
     """A runner for `brain VERB ... --vault vault` with its database under tmp/data."""
     # cwd=tmp so no stray .env is read and ./brain-data would land in tmp
-    cli = BrainCLI(monkeypatch, capsys, tmp, {"BRAIN_DATA_DIR": str(tmp / "data")})
+    cli = BrainCLI(capsys, tmp, {"BRAIN_DATA_DIR": str(tmp / "data")})
 
     def brain(*args: str, vault_arg: bool = True) -> Result:
         return cli(*args, *(["--vault", str(vault)] if vault_arg else []))
@@ -44,10 +43,9 @@ def tree_hashes(root: Path) -> dict[str, str]:
 # --- the whole round trip -------------------------------------------------------------------
 
 def test_add_list_search_show_update_move_backlinks_round_trip(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     vault = tmp_path / "vault"
-    brain = make_brain(tmp_path, vault, monkeypatch, capsys)
+    brain = make_brain(tmp_path, vault, capsys)
 
     added = brain("add", "Q3 budget review\nNeed the numbers from finance by Friday.",
                   "--category", "projects", "--json").json()
@@ -136,10 +134,9 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def on_prepared(prepared: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
-                capsys: pytest.CaptureFixture[str]) -> tuple[Callable[..., Result], Path]:
+def on_prepared(prepared: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> tuple[Callable[..., Result], Path]:
     tmp, vault = prepared
-    return make_brain(tmp, vault, monkeypatch, capsys), vault
+    return make_brain(tmp, vault, capsys), vault
 
 
 BAD_INPUTS: list[tuple[list[str], list[str]]] = [
@@ -195,10 +192,9 @@ def test_symlink_out_of_the_vault_is_not_indexed(
 
 @pytest.mark.skipif(not REAL_VAULT.is_dir(), reason="real vault not present")
 def test_real_vault_is_read_but_never_rewritten(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_hashes(REAL_VAULT)
-    brain = make_brain(tmp_path, REAL_VAULT, monkeypatch, capsys)
+    brain = make_brain(tmp_path, REAL_VAULT, capsys)
 
     stats = brain("reindex", "--json").json()
     notes = sum(1 for rel in before if rel.endswith(".md"))

@@ -38,9 +38,8 @@ def vault(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def brain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-          capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    cli = BrainCLI(monkeypatch, capsys, tmp_path,
+def brain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    cli = BrainCLI(capsys, tmp_path,
                    {"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_TZ": "UTC"})
 
     def digest(*args: str, llm: str = "offline") -> Result:
