@@ -7,6 +7,8 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,7 +27,9 @@ def register(sub: Any) -> None:  # argparse subparsers
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")),
                        help="HTTP port; in Socket Mode only /health is served there "
                             "(default 3000)")
-    serve.add_argument("--log-level", default=os.environ.get("BRAIN_LOG_LEVEL", "INFO"))
+    serve.add_argument("--log-level", type=_log_level,
+                       default=os.environ.get("BRAIN_LOG_LEVEL", "INFO"),
+                       help="DEBUG, INFO, WARNING or ERROR (default INFO, or BRAIN_LOG_LEVEL)")
     serve.set_defaults(handler=run_serve)
 
     doctor = sub.add_parser("doctor", help="check tokens, LLM and data directory",
@@ -36,17 +40,43 @@ def register(sub: Any) -> None:  # argparse subparsers
     doctor.set_defaults(handler=run_doctor)
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    if text.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"unknown log level {text!r} (one of "
+                                         f"{', '.join(LOG_LEVELS)})")
+    return text.upper()
+
+
+@contextmanager
+def _logging_to_stderr(level: str) -> Iterator[None]:
+    """Log to stderr while serving, then put the root logger back as it was, so that `main`
+    can run again in the same process (the tests call it in-process)."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(level)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from bot.config import Settings
     from bot.slack.app import ServeError, serve
 
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings()
-        asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
+        with _logging_to_stderr(args.log_level):
+            asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
     except ServeError as exc:
         print(f"brain: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
-"""`brain serve --http` as a real subprocess (signals, a restart) and `brain doctor` through
-`bot.cli.main` in this process, both talking to a fake Slack Web API."""
+"""`brain serve --http` as a real subprocess (signals, a restart), talking to a fake Slack Web
+API; `brain doctor` and the refusals of `brain serve` through `bot.cli.main` in this process."""
 
 from __future__ import annotations
 
@@ -138,11 +138,14 @@ async def test_served_over_http_files_once_even_across_a_restart(
         await stop(proc)
 
 
-async def test_serve_without_tokens_says_what_is_missing(tmp_path: Path) -> None:
-    proc = await brain("serve", env=clean_env(BRAIN_DATA_DIR=str(tmp_path)), cwd=tmp_path)
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
-    assert proc.returncode != 0
-    assert "SLACK_BOT_TOKEN" in err.decode() and "brain doctor" in err.decode()
+def test_serve_without_tokens_says_what_is_missing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = BrainCLI(capsys, tmp_path, {"BRAIN_DATA_DIR": str(tmp_path)})
+    done = cli("serve")
+    assert done.code == 2 and "Traceback" not in done.err
+    assert "SLACK_BOT_TOKEN" in done.err and "brain doctor" in done.err
+    done = cli("serve", "--log-level", "loud")
+    assert done.code == 2 and "unknown log level 'loud'" in done.err
 
 
 async def test_doctor_reports_problems_and_fixes(
