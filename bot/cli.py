@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from bot.commands import chat, digest, mcp_server, serve, storage_cmds
 
@@ -33,5 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run() -> NoReturn:
+    """The console command: `main`, then exit without Python's last garbage collections over
+    every object the imports made (~70 ms for SQLAlchemy and pydantic); the process ends."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -66,7 +66,48 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
+# `revision = "0003"` / `down_revision = "0002"` at the top level of a migration file.
+_REVISION_RE = re.compile(r"""^(down_revision|revision)\s*(?::[^=]*)?=\s*(.+?)\s*$""", re.M)
+_QUOTED_RE = re.compile(r"""^(["'])([^"']+)\1$""")
+
+
+def head_revision(versions: Path = MIGRATIONS_DIR / "versions") -> str | None:
+    """The one head revision, read from the migration files without importing Alembic (which
+    costs ~0.1 s per process); None when unsure (a merge, several heads, an odd file), so
+    the caller lets Alembic decide."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in versions.glob("[!_]*.py"):  # not __init__.py
+        text = path.read_text(encoding="utf-8")
+        found: dict[str, str] = {m[1]: m[2] for m in _REVISION_RE.finditer(text)}
+        rev = _QUOTED_RE.match(found.get("revision", ""))
+        if rev is None:
+            return None
+        revisions.add(rev[2])
+        down = found.get("down_revision", "None")
+        if down != "None":
+            parent = _QUOTED_RE.match(down)
+            if parent is None:  # a tuple: a merge revision
+                return None
+            parents.add(parent[2])
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 and parents <= revisions else None
+
+
+async def _current_revisions(engine: AsyncEngine) -> set[str] | None:
+    """The revisions the database says it is at; None before the first migration."""
+    try:
+        async with engine.connect() as conn:
+            result = await conn.exec_driver_sql("SELECT version_num FROM alembic_version")
+            return {row[0] for row in result}
+    except DBAPIError:  # no alembic_version table yet
+        return None
+
+
 def _upgrade(connection: Connection) -> None:
+    from alembic import command
+    from alembic.config import Config
+
     cfg = Config()
     # configparser would read "%" in the path as interpolation.
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
@@ -100,6 +141,9 @@ class Database:
 
     @staticmethod
     async def _migrate(engine: AsyncEngine) -> None:
+        head = head_revision()
+        if head is not None and await _current_revisions(engine) == {head}:
+            return  # the usual case: one cheap read, no Alembic
         async with engine.begin() as conn:
             # Take the write lock before reading the schema version, so two processes opening
             # one database at once run the upgrade one after the other: the second finds head.

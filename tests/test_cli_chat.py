@@ -1,14 +1,15 @@
-"""`brain chat` as a user runs it: a real process, piped stdin, real SDKs against a local
-server speaking each provider's wire format."""
+"""`brain chat` as a user runs it: piped stdin, real SDKs against a local server speaking each
+provider's wire format. One test runs the real process (a pipe into the console command); the
+others call `bot.cli.main` in this process (tests/brain_cli.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.bot.fake_llm_server import (
     FakeLLMServer,
@@ -17,18 +18,17 @@ from tests.bot.fake_llm_server import (
     openai_text,
     openai_tool_calls,
 )
-from tests.databases import database_env
-
-KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-        "BRAIN_LLM", "BRAIN_MODEL", "BRAIN_OWNER", "BRAIN_VAULT_DIR", "DATABASE_URL")
+from tests.brain_cli import BrainCLI, Result, run_process
 
 
-def brain(tmp_path: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in KEYS}
-    full.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_LLM_MAX_RETRIES": "0",
-                 "BRAIN_LLM_TIMEOUT": "5", **database_env(tmp_path)}, **env)
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, text=True,
-                          capture_output=True, env=full, cwd=tmp_path, timeout=60)
+def base_env(tmp_path: Path) -> dict[str, str]:
+    return {"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_LLM_MAX_RETRIES": "0",
+            "BRAIN_LLM_TIMEOUT": "5"}
+
+
+@pytest.fixture
+def brain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    return BrainCLI(capsys, tmp_path, base_env(tmp_path))
 
 
 def vault(tmp_path: Path) -> Path:
@@ -36,29 +36,31 @@ def vault(tmp_path: Path) -> Path:
 
 
 def test_offline_files_then_fix_moves_the_note(tmp_path: Path) -> None:
-    proc = brain(tmp_path, "chat", "--new",
-                 stdin="Call Sara about the Q3 budget\nfix: projects\n")
-    assert proc.returncode == 0, proc.stderr
-    assert "offline" in proc.stderr  # announced once
+    """The real process: messages piped into the console command's stdin."""
+    proc = run_process(tmp_path, "chat", "--new", env=base_env(tmp_path),
+                       stdin="Call Sara about the Q3 budget\nfix: projects\n")
+    assert proc.code == 0, proc.err
+    assert proc.err.count("offline") == 1  # announced once
     notes = [p.relative_to(vault(tmp_path)).as_posix() for p in vault(tmp_path).rglob("*.md")]
     assert len(notes) == 1 and notes[0].startswith("projects/"), notes
-    lines = proc.stdout.strip().splitlines()
+    lines = proc.out.strip().splitlines()
     assert "Filed to" in lines[0] or "inbox" in lines[0]
     assert "projects" in lines[-1]
 
 
-def test_verbose_prints_each_tool_call_and_log_shows_it(tmp_path: Path) -> None:
-    proc = brain(tmp_path, "chat", "--new", "--verbose", stdin="Renew passport before June\n")
-    assert proc.returncode == 0, proc.stderr
-    assert "→ classify_and_capture" in proc.stdout and " ok " in proc.stdout and "ms" in proc.stdout
-    log = brain(tmp_path, "log", "--json")
-    assert log.returncode == 0, log.stderr
-    turns = json.loads(log.stdout)
+def test_verbose_prints_each_tool_call_and_log_shows_it(brain: Callable[..., Result]) -> None:
+    proc = brain("chat", "--new", "--verbose", stdin="Renew passport before June\n")
+    assert proc.code == 0, proc.err
+    assert "→ classify_and_capture" in proc.out and " ok " in proc.out and "ms" in proc.out
+    log = brain("log", "--json")
+    assert log.code == 0, log.err
+    turns = json.loads(log.out)
     assert turns[0]["tool_runs"][0]["tool"] == "classify_and_capture"
     assert turns[0]["user_text"] == "Renew passport before June"
 
 
-def test_openai_wire_files_and_returns_list_result_with_its_call_id(tmp_path: Path) -> None:
+def test_openai_wire_files_and_returns_list_result_with_its_call_id(
+        tmp_path: Path, brain: Callable[..., Result]) -> None:
     with FakeLLMServer() as srv:
         srv.script([
             openai_tool_calls([("call_cap_1", "classify_and_capture", {
@@ -68,20 +70,21 @@ def test_openai_wire_files_and_returns_list_result_with_its_call_id(tmp_path: Pa
             openai_tool_calls([("call_list_7", "list_entries", {"category": "admin"})]),
             openai_text("You have 1 admin note: Renew passport."),
         ])
-        proc = brain(tmp_path, "chat", "--new",
+        proc = brain("chat", "--new",
                      stdin="Renew passport before June\nlist my admin notes\n",
                      BRAIN_LLM="openai", OPENAI_API_KEY="x", OPENAI_BASE_URL=srv.openai_base_url)
         bodies = srv.bodies("/v1/chat/completions")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.err
     assert (vault(tmp_path) / "admin" / "renew-passport.md").exists()
     assert len(bodies) == 3  # capture: 1 call; list: 2 calls
     tool_msgs = [m for m in bodies[2]["messages"] if m["role"] == "tool"]
     assert tool_msgs[-1]["tool_call_id"] == "call_list_7"
     assert "renew-passport" in tool_msgs[-1]["content"]
-    assert "You have 1 admin note" in proc.stdout
+    assert "You have 1 admin note" in proc.out
 
 
-def test_anthropic_wire_files_and_returns_list_result_with_its_tool_use_id(tmp_path: Path) -> None:
+def test_anthropic_wire_files_and_returns_list_result_with_its_tool_use_id(
+        tmp_path: Path, brain: Callable[..., Result]) -> None:
     with FakeLLMServer() as srv:
         srv.script([
             anthropic_tool_uses([("toolu_cap", "classify_and_capture", {
@@ -91,28 +94,29 @@ def test_anthropic_wire_files_and_returns_list_result_with_its_tool_use_id(tmp_p
             anthropic_tool_uses([("toolu_list_3", "list_entries", {"category": "ideas"})]),
             anthropic_text("One idea: Gardening podcast."),
         ])
-        proc = brain(tmp_path, "chat", "--new",
+        proc = brain("chat", "--new",
                      stdin="Idea: a podcast about gardening\nlist my ideas\n",
                      BRAIN_LLM="anthropic", ANTHROPIC_API_KEY="x",
                      ANTHROPIC_BASE_URL=srv.anthropic_base_url)
         bodies = srv.bodies("/v1/messages")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.err
     assert (vault(tmp_path) / "ideas" / "gardening-podcast.md").exists()
     last_user = bodies[2]["messages"][-1]
     assert last_user["role"] == "user"
     assert last_user["content"][0]["type"] == "tool_result"
     assert last_user["content"][0]["tool_use_id"] == "toolu_list_3"
-    assert "One idea" in proc.stdout
+    assert "One idea" in proc.out
 
 
-def test_llm_down_the_thought_is_in_the_inbox(tmp_path: Path) -> None:
+def test_llm_down_the_thought_is_in_the_inbox(tmp_path: Path,
+                                              brain: Callable[..., Result]) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = brain(tmp_path, "chat", "--new", stdin="Pick up the dry cleaning on Friday\n",
+    proc = brain("chat", "--new", stdin="Pick up the dry cleaning on Friday\n",
                  BRAIN_LLM="openai", OPENAI_API_KEY="x",
                  OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.err
     inbox = list((vault(tmp_path) / "inbox").glob("*.md"))
     assert len(inbox) == 1 and "Pick up the dry cleaning" in inbox[0].read_text()
-    assert "inbox" in proc.stdout
+    assert "inbox" in proc.out

@@ -1,66 +1,36 @@
-"""The storage verbs of `brain`, run as the real console command in a subprocess.
+"""The storage verbs of `brain`, run through `bot.cli.main` in this process (tests/brain_cli.py),
+plus one run of the real console command for what only a process shows (exit status, streams).
 
-Each test keeps its subprocess count small (each start costs ~0.5 s); bad inputs share one
-prepared vault and check that nothing in it changed.
+Bad inputs share one prepared vault and check that nothing in it changed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.databases import database_env, on_postgres
+from tests.brain_cli import BrainCLI, Result, run_process
+from tests.databases import on_postgres
 from tests.shared import REAL_VAULT as SHARED_REAL_VAULT
 
-REPO = Path(__file__).resolve().parent.parent
-BRAIN = REPO / ".venv" / "bin" / "brain"
 REAL_VAULT = SHARED_REAL_VAULT / "docs"
 ENTRY_KEYS = {"path", "id", "name", "category", "body"}
 SUMMARY_KEYS = {"path", "id", "name", "category", "status", "snippet", "updated"}
 
 
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        assert self.code == 0, f"exit {self.code}: {self.err}"
-        return json.loads(self.out)
-
-
-def _command() -> list[str]:
-    return [str(BRAIN)] if BRAIN.exists() else [sys.executable, "-m", "bot.cli"]
-
-
-def make_brain(tmp: Path, vault: Path) -> Callable[..., Result]:
+def make_brain(tmp: Path, vault: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
     """A runner for `brain VERB ... --vault vault` with its database under tmp/data."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("BRAIN_", "SLACK_", "OPENAI_", "ANTHROPIC_"))
-           and k != "DATABASE_URL"}
-    env["BRAIN_DATA_DIR"] = str(tmp / "data")
-    env.update(database_env(tmp))
-    env["PYTHONPATH"] = str(REPO)
+    # cwd=tmp so no stray .env is read and ./brain-data would land in tmp
+    cli = BrainCLI(capsys, tmp, {"BRAIN_DATA_DIR": str(tmp / "data")})
 
     def brain(*args: str, vault_arg: bool = True) -> Result:
-        argv = [*_command(), *args] + (["--vault", str(vault)] if vault_arg else [])
-        # cwd=tmp so no stray .env is read and ./brain-data would land in tmp
-        proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True,
-                              timeout=60, check=False)
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        return cli(*args, *(["--vault", str(vault)] if vault_arg else []))
 
     return brain
 
@@ -73,9 +43,10 @@ def tree_hashes(root: Path) -> dict[str, str]:
 
 # --- the whole round trip -------------------------------------------------------------------
 
-def test_add_list_search_show_update_move_backlinks_round_trip(tmp_path: Path) -> None:
+def test_add_list_search_show_update_move_backlinks_round_trip(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     vault = tmp_path / "vault"
-    brain = make_brain(tmp_path, vault)
+    brain = make_brain(tmp_path, vault, capsys)
 
     added = brain("add", "Q3 budget review\nNeed the numbers from finance by Friday.",
                   "--category", "projects", "--json").json()
@@ -149,7 +120,7 @@ DANA = "---\nname: Dana\ncategory: {category}\n---\nDana, {what}.\n"
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Callable[..., Result], Path]:
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A hand-made vault: two notes named Dana, and a symlink that points out of the vault."""
     tmp = tmp_path_factory.mktemp("bad-input")
     vault = tmp / "vault"
@@ -160,7 +131,13 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Callable[..., Re
     secret = tmp / "outside-secret.md"
     secret.write_text("---\nname: outside\n---\nTOP-SECRET-OUTSIDE\n", encoding="utf-8")
     (vault / "people" / "escape.md").symlink_to(secret)
-    return make_brain(tmp, vault), vault
+    return tmp, vault
+
+
+@pytest.fixture
+def on_prepared(prepared: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> tuple[Callable[..., Result], Path]:
+    tmp, vault = prepared
+    return make_brain(tmp, vault, capsys), vault
 
 
 BAD_INPUTS: list[tuple[list[str], list[str]]] = [
@@ -178,9 +155,9 @@ BAD_INPUTS: list[tuple[list[str], list[str]]] = [
 @pytest.mark.parametrize(("argv", "needles"), BAD_INPUTS,
                          ids=[" ".join(a) for a, _ in BAD_INPUTS])
 def test_bad_input_fails_clearly_and_changes_nothing(
-        prepared: tuple[Callable[..., Result], Path], argv: list[str],
+        on_prepared: tuple[Callable[..., Result], Path], argv: list[str],
         needles: list[str]) -> None:
-    brain, vault = prepared
+    brain, vault = on_prepared
     before = tree_hashes(vault)
     result = brain(*argv)
     assert result.code == 2, (result.code, result.out, result.err)
@@ -191,9 +168,21 @@ def test_bad_input_fails_clearly_and_changes_nothing(
     assert tree_hashes(vault) == before
 
 
+def test_console_script_exit_status_and_streams(prepared: tuple[Path, Path]) -> None:
+    """The real `brain` process: what a shell sees (status 2, a message on stderr only)."""
+    tmp, vault = prepared
+    before = tree_hashes(vault)
+    env = {"BRAIN_DATA_DIR": str(tmp / "data")}
+    missing = run_process(tmp, "show", "no-such-note", "--vault", str(vault), env=env)
+    assert missing.code == 2, (missing.out, missing.err)
+    assert missing.out == "" and "no-such-note" in missing.err
+    assert "Traceback" not in missing.err
+    assert tree_hashes(vault) == before
+
+
 def test_symlink_out_of_the_vault_is_not_indexed(
-        prepared: tuple[Callable[..., Result], Path]) -> None:
-    brain, vault = prepared
+        on_prepared: tuple[Callable[..., Result], Path]) -> None:
+    brain, vault = on_prepared
     before = tree_hashes(vault)
     listed = brain("list", "--json").json()
     assert sorted(e["path"] for e in listed["entries"]) == ["ideas/dana.md", "people/dana.md"]
@@ -203,9 +192,10 @@ def test_symlink_out_of_the_vault_is_not_indexed(
 # --- the real vault: every verb works, no file changes ---------------------------------------
 
 @pytest.mark.skipif(not REAL_VAULT.is_dir(), reason="real vault not present")
-def test_real_vault_is_read_but_never_rewritten(tmp_path: Path) -> None:
+def test_real_vault_is_read_but_never_rewritten(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = tree_hashes(REAL_VAULT)
-    brain = make_brain(tmp_path, REAL_VAULT)
+    brain = make_brain(tmp_path, REAL_VAULT, capsys)
 
     stats = brain("reindex", "--json").json()
     notes = sum(1 for rel in before if rel.endswith(".md"))
@@ -234,7 +224,7 @@ def test_real_vault_is_read_but_never_rewritten(tmp_path: Path) -> None:
     assert tree_hashes(REAL_VAULT) == before
 
 
-# --- pure helpers (in-process, no subprocess) -------------------------------------------------
+# --- pure helpers -----------------------------------------------------------------------------
 
 def test_title_from_text() -> None:
     from bot.commands.storage_cmds import title_from_text

@@ -1,18 +1,21 @@
-"""`brain chat`: a REPL over the same loop Slack uses; `brain log`: what the turns did."""
+"""`brain chat`: a REPL over the same loop Slack uses; `brain log`: what the turns did.
+
+The brain (SQLAlchemy, the tools, the LLM layer) is imported when a verb runs, so that
+`brain --help` and the storage verbs do not pay for it.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import uuid
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from bot.brain import Brain, TurnResult
 from bot.commands.common import add_common, fail, print_json, run, user_id
-from bot.config import Settings
-from bot.llm.types import LLMError
+
+if TYPE_CHECKING:
+    from bot.brain import Brain, TurnResult
 
 
 def register(sub: Any) -> None:
@@ -75,6 +78,12 @@ async def _conversation_key(brain: Brain, ref: str) -> str:
 
 
 async def _chat(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.brain import Brain
+    from bot.config import Settings
+    from bot.llm.types import LLMError
+
     settings = Settings()
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
@@ -125,6 +134,9 @@ def _execution_dict(e: Any) -> dict[str, Any]:
 async def _log(args: argparse.Namespace) -> int:
     if args.limit < 1:
         return fail("--limit must be at least 1")
+    from bot.brain import Brain
+    from bot.config import Settings
+
     settings = Settings()
     brain = await Brain.start(settings, vault_override=args.vault)
     try:

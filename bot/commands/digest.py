@@ -8,9 +8,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.commands.common import add_common, fail, open_store, print_json, run, user_id
-from bot.digest import make_digest
-from bot.digest.data import local_today
-from bot.llm.configs import make_provider, select_config
 
 
 def _day(text: str) -> date:
@@ -34,6 +31,11 @@ def register(sub: Any) -> None:  # argparse subparsers
 
 
 def _digest(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `brain --help` must not load the digest and LLM layers.
+    from bot.digest import make_digest
+    from bot.digest.data import local_today
+    from bot.llm.configs import make_provider, select_config
+
     async def go() -> int:
         async with open_store(args) as (settings, store):
             tz = args.tz or settings.tz

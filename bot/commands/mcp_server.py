@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.commands.common import run, user_id
-from bot.config import Settings
 
 DEFAULT_PORT = 8765
 
@@ -40,6 +39,8 @@ def run_mcp(args: argparse.Namespace) -> int:
     # stdout is the protocol channel in stdio mode: logs go to stderr.
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from bot.config import Settings
+
     settings = Settings()
     user = user_id(settings, args)
 

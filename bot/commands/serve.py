@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 def register(sub: Any) -> None:  # argparse subparsers
@@ -24,7 +24,9 @@ def register(sub: Any) -> None:  # argparse subparsers
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")),
                        help="HTTP port; in Socket Mode only /health is served there "
                             "(default 3000)")
-    serve.add_argument("--log-level", default=os.environ.get("BRAIN_LOG_LEVEL", "INFO"))
+    serve.add_argument("--log-level", type=_log_level,
+                       default=os.environ.get("BRAIN_LOG_LEVEL", "INFO"),
+                       help="DEBUG, INFO, WARNING or ERROR (default INFO, or BRAIN_LOG_LEVEL)")
     serve.set_defaults(handler=run_serve)
 
     doctor = sub.add_parser("doctor", help="check tokens, LLM and data directory",
@@ -35,14 +37,26 @@ def register(sub: Any) -> None:  # argparse subparsers
     doctor.set_defaults(handler=run_doctor)
 
 
+def _log_level(text: str) -> str:
+    from bot.logs import LEVELS
+
+    if text.upper() not in LEVELS:
+        raise argparse.ArgumentTypeError(f"unknown log level {text!r} (one of "
+                                         f"{', '.join(LEVELS)})")
+    return text.upper()
+
+
 def run_serve(args: argparse.Namespace) -> int:
-    from bot.logs import setup_logging
+    import asyncio
+
+    from bot.config import Settings
+    from bot.logs import logging_to_stderr
     from bot.slack.serve import ServeError, serve
 
     try:
         settings = Settings()
-        setup_logging(args.log_level, log_content=settings.log_content)
-        asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
+        with logging_to_stderr(args.log_level, log_content=settings.log_content):
+            asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
     except ServeError as exc:
         print(f"brain: {exc}", file=sys.stderr)
         return 2
@@ -58,6 +72,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bot.config import Settings
     from bot.slack.doctor import Check
 
     checks: list[Check] = asyncio.run(_doctor(Settings(), offline=args.offline))

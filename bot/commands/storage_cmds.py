@@ -13,10 +13,9 @@ import re
 import sys
 import textwrap
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.commands.common import add_common, fail, open_store, print_json, run
-from storage.store import Store
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -27,6 +26,9 @@ from storage.types import (
     MoveResult,
     RefreshStats,
 )
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is opened by the verb, not by `brain --help`
+    from storage.store import Store
 
 TITLE_MAX = 60
 CONTEXT_MAX = 100  # backlink lines in the human view

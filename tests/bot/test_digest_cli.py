@@ -1,19 +1,17 @@
-"""`brain digest` as a subprocess: no key set, offline rules, a fresh data dir."""
+"""`brain digest` through `bot.cli.main` in this process (tests/brain_cli.py): no key set,
+offline rules, a fresh data dir."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tests.databases import database_env, on_postgres
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.brain_cli import BrainCLI, Result
+from tests.databases import on_postgres
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -40,19 +38,22 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def brain(tmp_path: Path, *args: str, llm: str = "offline") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI_", "ANTHROPIC_", "BRAIN_", "DATABASE_", "SLACK_"))}
-    env.update(BRAIN_LLM=llm, BRAIN_DATA_DIR=str(tmp_path / "data"), BRAIN_TZ="UTC",
-               PYTHONPATH=str(ROOT), **database_env(tmp_path))
-    return subprocess.run([sys.executable, "-m", "bot.cli", "digest", *args], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60)
+@pytest.fixture
+def brain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    cli = BrainCLI(capsys, tmp_path,
+                   {"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_TZ": "UTC"})
+
+    def digest(*args: str, llm: str = "offline") -> Result:
+        return cli("digest", *args, BRAIN_LLM=llm)
+
+    return digest
 
 
-def test_daily_names_project_person_and_admin(tmp_path: Path, vault: Path) -> None:
-    done = brain(tmp_path, "daily", "--vault", str(vault))
-    assert done.returncode == 0, done.stderr
-    text = done.stdout
+def test_daily_names_project_person_and_admin(tmp_path: Path, vault: Path,
+                                              brain: Callable[..., Result]) -> None:
+    done = brain("daily", "--vault", str(vault))
+    assert done.code == 0, done.err
+    text = done.out
     assert "Q3 Budget" in text and "Send the draft to finance" in text
     assert "Sara" in text and "offsite venue" in text
     assert "Renew the car insurance" in text
@@ -61,19 +62,20 @@ def test_daily_names_project_person_and_admin(tmp_path: Path, vault: Path) -> No
     assert (tmp_path / "data" / "brain.db").is_file() is not on_postgres()
 
 
-def test_json_form_without_a_key_falls_back_to_rules(tmp_path: Path, vault: Path) -> None:
-    done = brain(tmp_path, "daily", "--vault", str(vault), "--json", llm="openai")
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+def test_json_form_without_a_key_falls_back_to_rules(vault: Path,
+                                                    brain: Callable[..., Result]) -> None:
+    done = brain("daily", "--vault", str(vault), "--json", llm="openai")
+    assert done.code == 0, done.err
+    out = json.loads(done.out)
     assert out["source"] == "offline" and out["kind"] == "daily"
     ids = {i for items in out["sections"].values() for it in items for i in it["ids"]}
     assert ids == {"e_aaaaaaaaaaaa", "e_bbbbbbbbbbbb", "e_cccccccccccc"}
     assert out["words"] <= 150
 
 
-def test_bad_input_is_refused(tmp_path: Path, vault: Path) -> None:
-    done = brain(tmp_path, "monthly", "--vault", str(vault))
-    assert done.returncode == 2 and "invalid choice" in done.stderr
-    done = brain(tmp_path, "daily", "--vault", str(vault), "--tz", "Mars/Base")
-    assert done.returncode == 2 and "unknown time zone" in done.stderr
-    assert done.stdout == ""
+def test_bad_input_is_refused(vault: Path, brain: Callable[..., Result]) -> None:
+    done = brain("monthly", "--vault", str(vault))
+    assert done.code == 2 and "invalid choice" in done.err
+    done = brain("daily", "--vault", str(vault), "--tz", "Mars/Base")
+    assert done.code == 2 and "unknown time zone" in done.err
+    assert done.out == ""

@@ -1,4 +1,5 @@
-"""`brain serve --http` and `brain doctor` as real subprocesses, talking to a fake Slack Web API."""
+"""`brain serve --http` as a real subprocess (signals, a restart), talking to a fake Slack Web
+API; `brain doctor` and the refusals of `brain serve` through `bot.cli.main` in this process."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.brain_cli import BrainCLI
 from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event, vault_files
@@ -138,30 +140,33 @@ async def test_served_over_http_files_once_even_across_a_restart(
         await stop(proc)
 
 
-async def test_serve_without_tokens_says_what_is_missing(tmp_path: Path) -> None:
-    proc = await brain("serve", env=clean_env(BRAIN_DATA_DIR=str(tmp_path)), cwd=tmp_path)
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
-    assert proc.returncode != 0
-    assert "SLACK_BOT_TOKEN" in err.decode() and "brain doctor" in err.decode()
+def test_serve_without_tokens_says_what_is_missing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = BrainCLI(capsys, tmp_path, {"BRAIN_DATA_DIR": str(tmp_path)})
+    done = cli("serve")
+    assert done.code == 2 and "Traceback" not in done.err
+    assert "SLACK_BOT_TOKEN" in done.err and "brain doctor" in done.err
+    done = cli("serve", "--log-level", "loud")
+    assert done.code == 2 and "unknown log level 'loud'" in done.err
 
 
-async def test_doctor_reports_problems_and_fixes(fake: FakeSlack, tmp_path: Path) -> None:
-    good = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
-                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "d"),
-                     BRAIN_LLM="offline", **database_env(tmp_path))
-    proc = await brain("doctor", env=good, cwd=tmp_path)
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
-    assert proc.returncode == 0, out.decode()
-    assert "U0SBBOT01" in out.decode() and "All good" in out.decode()
+async def test_doctor_reports_problems_and_fixes(
+        fake: FakeSlack, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = dict(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
+                SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "d"),
+                BRAIN_LLM="offline")
+    cli = BrainCLI(capsys, tmp_path, good)
+    # The command runs its own event loop; the fake Slack serves from this test's loop.
+    done = await asyncio.to_thread(cli, "doctor")
+    assert done.code == 0, done.out
+    assert "U0SBBOT01" in done.out and "All good" in done.out
     assert fake.calls_to("auth.test")
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    bad = dict(good, SLACK_BOT_TOKEN="xoxb-invalid", BRAIN_LLM="openai",
-               BRAIN_DATA_DIR=str(blocker / "sub"))
-    proc = await brain("doctor", env=bad, cwd=tmp_path)
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
-    text = out.decode()
-    assert proc.returncode == 1, text
+    done = await asyncio.to_thread(cli, "doctor", SLACK_BOT_TOKEN="xoxb-invalid",
+                                   BRAIN_LLM="openai", BRAIN_DATA_DIR=str(blocker / "sub"))
+    text = done.out
+    assert done.code == 1, text
     assert "invalid_auth" in text and "OPENAI_API_KEY is not set" in text
     assert "Data directory" in text and text.count("fix:") >= 3

@@ -14,7 +14,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from storage.db import MIGRATIONS_DIR, Database, async_url, default_url
+from storage.db import MIGRATIONS_DIR, Database, async_url, default_url, head_revision
 from storage.models import CORE_TABLES, Base
 from tests.databases import fresh_url
 
@@ -220,3 +220,52 @@ def test_alembic_command_line_path_migrates_from_the_url(tmp_path: Path) -> None
             await db.close()
 
     assert set(CORE_TABLES) <= asyncio.run(tables())
+
+
+# --- the cheap "already at head?" check on open --------------------------------------------------
+
+
+def test_head_read_from_the_files_is_alembics_head() -> None:
+    assert head_revision() == migration_head()
+
+
+def _versions(tmp_path: Path, files: dict[str, str]) -> Path:
+    folder = tmp_path / "versions"
+    folder.mkdir(parents=True)
+    for name, source in files.items():
+        (folder / name).write_text(f'"""Revision ID: x\nRevises: y\n"""\n{source}\n'
+                                   "branch_labels = None\n", encoding="utf-8")
+    return folder
+
+
+def test_head_is_none_when_the_files_do_not_say_one_head(tmp_path: Path) -> None:
+    linear = {"1.py": 'revision = "a"\ndown_revision = None',
+              "2.py": "revision: str = 'b'\ndown_revision: str | None = 'a'"}
+    assert head_revision(_versions(tmp_path / "linear", linear)) == "b"
+    odd = {
+        "two heads": {**linear, "3.py": 'revision = "c"\ndown_revision = "a"'},
+        "a merge": {**linear, "3.py": 'revision = "c"\ndown_revision = "a"',
+                    "4.py": 'revision = "d"\ndown_revision = ("b", "c")'},
+        "no revision": {**linear, "3.py": "# not a migration"},
+        "unknown parent": {"1.py": 'revision = "a"\ndown_revision = "zz"'},
+    }
+    for case, files in odd.items():
+        assert head_revision(_versions(tmp_path / case, files)) is None, case
+
+
+async def test_a_database_behind_head_is_upgraded_on_open(tmp_path: Path) -> None:
+    db_file = tmp_path / "old.db"
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url_for(db_file))
+    await asyncio.to_thread(command.upgrade, cfg, "0001")  # env.py runs its own event loop
+    db = await Database.open(url_for(db_file))
+    try:
+        async with db.engine.connect() as conn:
+            version = (await conn.execute(text("SELECT version_num FROM alembic_version"))
+                       ).scalar_one()
+            names = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
+        assert version == migration_head()
+        assert set(CORE_TABLES) <= names
+    finally:
+        await db.close()

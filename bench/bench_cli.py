@@ -1,0 +1,111 @@
+"""CLI benchmark: `brain` as a whole process, as a user runs it (median of N runs).
+
+    python bench/bench_cli.py [--notes 20000] [--runs 15] [--vault DIR] [--src CHECKOUT]
+
+Makes a synthetic vault (bench/gen_vault.py) and indexes it once (`brain reindex`), then times
+`brain --help`, `brain search QUERY` and `brain list` over it, and `brain list` over a small
+vault. The database lives in a temp dir; no `.env` is read. Targets: --help <= 0.3 s, search on
+20k notes <= 0.5 s, list <= 0.4 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.gen_vault import generate  # noqa: E402
+
+TARGETS = {"--help": 0.3, "search": 0.5, "list": 0.4}
+
+
+def brain_command(src: Path | None) -> list[str]:
+    if src is not None:  # another checkout (e.g. `git archive main`), for before/after figures
+        return [sys.executable, "-m", "bot.cli"]
+    script = Path(sys.executable).with_name("brain")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
+
+
+def clean_env(data_dir: Path, src: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("BRAIN_", "SLACK_", "OPENAI_", "ANTHROPIC_"))
+           and k not in ("DATABASE_URL", "PYTHONPATH")}
+    env["BRAIN_DATA_DIR"] = str(data_dir)
+    if src is not None:
+        env["PYTHONPATH"] = str(src.resolve())
+    return env
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path,
+          runs: int) -> tuple[list[float], list[float]]:
+    """Wall seconds and CPU seconds (user + system) of each run. On a busy machine the wall
+    time grows with the load; the CPU time is close to what a quiet machine's wall would be."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        cpu, started = _children_cpu(), time.perf_counter()
+        subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, check=True)
+        walls.append(time.perf_counter() - started)
+        cpus.append(_children_cpu() - cpu)
+    return walls, cpus
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", type=int, default=20000)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--vault", type=Path,
+                        help="use this generated vault (made if missing) instead of a temp one")
+    parser.add_argument("--query", default="budget offsite")
+    parser.add_argument("--src", type=Path, help="time the code of this checkout instead")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    try:
+        big = args.vault or tmp / "vault"
+        if not big.exists():
+            generate(big, args.notes)
+        small = tmp / "small"
+        generate(small, 100, seed=2)
+        env, brain = clean_env(tmp / "data", args.src), brain_command(args.src)
+        for vault in (big, small):  # the first index is a one-off cost, not what is timed
+            subprocess.run([*brain, "reindex", "--vault", str(vault)], env=env, cwd=tmp,
+                           stdout=subprocess.DEVNULL, check=True)
+        notes = sum(1 for _ in big.rglob("*.md"))
+        cases = [
+            ("python -c pass", [sys.executable, "-c", "pass"], None),
+            ("brain --help", [*brain, "--help"], "--help"),
+            (f"brain search {args.query!r} ({notes:,} notes)",
+             [*brain, "search", *args.query.split(), "--vault", str(big)], "search"),
+            (f"brain list ({notes:,} notes)", [*brain, "list", "--vault", str(big)], "list"),
+            ("brain list (100 notes)", [*brain, "list", "--vault", str(small)], "list"),
+        ]
+        print(f"{args.runs} runs each, whole process, load average "
+              f"{os.getloadavg()[0]:.1f} at the start")
+        print("| command | wall median | wall min | CPU median | target |")
+        print("|---|---:|---:|---:|---:|")
+        for label, argv, target in cases:
+            walls, cpus = timed(argv, env, tmp, args.runs)
+            goal = f"{TARGETS[target]:.1f} s" if target else ""
+            print(f"| `{label}` | {statistics.median(walls):.2f} s | {min(walls):.2f} s "
+                  f"| {statistics.median(cpus):.2f} s | {goal} |", flush=True)
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
