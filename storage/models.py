@@ -5,7 +5,8 @@ Timestamps: every datetime column is `UTCDateTime`. Callers pass timezone-aware 
 SQLite they are stored as naive UTC text, so text order is time order; on PostgreSQL as
 `timestamptz`.
 
-The search index tables (0002_index, FTS5) are plain DDL owned by `storage/index/`, not models here.
+The search index tables (0002_index, 0004_index_pg) are plain DDL owned by
+`storage/index/`, not models here.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from storage.clean_text import clean_text
 
 
 def utcnow() -> datetime:
@@ -57,6 +60,18 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+class FreeText(TypeDecorator[str]):
+    """Text people or models wrote: NUL and lone surrogates become U+FFFD on the way in
+    (PostgreSQL refuses NUL; no driver encodes a lone surrogate), so a message holding one is
+    stored, not an error."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return clean_text(value) if isinstance(value, str) else value
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, datetime: UTCDateTime}
 
@@ -73,7 +88,7 @@ class Conversation(Base):
     user_id: Mapped[str] = mapped_column(String(64))
     channel: Mapped[str | None] = mapped_column(String(64))
     thread_ts: Mapped[str | None] = mapped_column(String(64))
-    title: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(FreeText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -85,8 +100,8 @@ class Turn(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     conversation_id: Mapped[int] = mapped_column(
         ForeignKey("conversations.id", ondelete="CASCADE"))
-    user_text: Mapped[str] = mapped_column(Text)
-    reply_text: Mapped[str | None] = mapped_column(Text)
+    user_text: Mapped[str] = mapped_column(FreeText)
+    reply_text: Mapped[str | None] = mapped_column(FreeText)
     status: Mapped[str] = mapped_column(String(32))
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -110,7 +125,7 @@ class Message(Base):
     turn_id: Mapped[int] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(16))
-    content: Mapped[str | None] = mapped_column(Text)
+    content: Mapped[str | None] = mapped_column(FreeText)
     tool_calls: Mapped[Any | None] = mapped_column(JSON)
     tool_results: Mapped[Any | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -143,9 +158,9 @@ class Capture(Base):
     conversation_id: Mapped[int | None] = mapped_column(
         ForeignKey("conversations.id", ondelete="SET NULL"))
     turn_id: Mapped[int | None] = mapped_column(Integer)
-    original_text: Mapped[str] = mapped_column(Text)
+    original_text: Mapped[str] = mapped_column(FreeText)
     entry_id: Mapped[str] = mapped_column(String(64), index=True)
-    path: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(FreeText)
     category: Mapped[str] = mapped_column(String(32))
     confidence: Mapped[float | None] = mapped_column(Float)
     status: Mapped[str] = mapped_column(String(16))  # filed | needs_review | fixed
@@ -203,7 +218,7 @@ class Job(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     result: Mapped[Any | None] = mapped_column(JSON)
-    error: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(FreeText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

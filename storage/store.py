@@ -12,7 +12,7 @@ import time
 import weakref
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
@@ -68,9 +68,10 @@ class Store:
                     await session.commit()
                 _LAST_SCAN[self.index.key] = (time.monotonic(), stats.seconds)
                 return stats
-            except OperationalError:
+            except (OperationalError, IntegrityError):
                 # Another process wrote the index between our read and our write (SQLite
-                # refuses a stale snapshot); the second pass sees its rows.
+                # refuses a stale snapshot; on PostgreSQL it inserted the same new file first);
+                # the second pass sees its rows.
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")

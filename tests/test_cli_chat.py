@@ -47,6 +47,18 @@ def test_offline_files_then_fix_moves_the_note(tmp_path: Path) -> None:
     assert "projects" in lines[-1]
 
 
+def test_a_message_with_a_nul_is_filed_and_logged(tmp_path: Path) -> None:
+    # PostgreSQL refuses NUL in text: it must become a stored character, not a traceback.
+    proc = brain(tmp_path, "chat", "--new", stdin="Renew pass\x00port before June\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(list(vault(tmp_path).rglob("*.md"))) == 1
+    log = brain(tmp_path, "log", "--json")
+    assert log.returncode == 0, log.stderr
+    assert json.loads(log.stdout)[0]["user_text"] in ("Renew pass\ufffdport before June",
+                                                       "Renew pass\x00port before June")
+
+
 def test_verbose_prints_each_tool_call_and_log_shows_it(tmp_path: Path) -> None:
     proc = brain(tmp_path, "chat", "--new", "--verbose", stdin="Renew passport before June\n")
     assert proc.returncode == 0, proc.stderr

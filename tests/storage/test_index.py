@@ -228,6 +228,23 @@ async def test_search_prefix_diacritics_and_or_fallback(
         assert [e.path for e in either.entries] == ["ideas/garden.md"]
 
 
+async def test_search_matches_whole_words_in_every_field_and_folds_case_and_accents(
+        sample: SearchIndex, vault: Vault, db: Database) -> None:
+    write(vault, "ideas/start.md", note("Kick-off", "We start on Monday."))
+    write(vault, "ideas/art.md", note("Gallery visit", "Modern art, then lunch."))
+    write(vault, "ideas/cafe.md", note("Café crawl", "Visit every café in town."))
+    await refreshed(db, sample)
+    async with db.session() as s:
+        assert [e.path for e in (await sample.search(s, "art")).entries] == ["ideas/art.md"]
+        assert [e.path for e in (await sample.search(s, "CAFÉ")).entries] == ["ideas/cafe.md"]
+        # next_action, context and one_liner are searched, not only name and body
+        assert [e.path for e in (await sample.search(s, "draft")).entries] == [
+            "projects/q3-budget.md"]
+        assert [e.path for e in (await sample.search(s, "owns")).entries] == [
+            "people/sarah-chen.md"]
+        assert [e.path for e in (await sample.search(s, "food")).entries] == ["ideas/garden.md"]
+
+
 async def test_snippet_prefers_fields_then_body(sample: SearchIndex, db: Database) -> None:
     async with db.session() as s:
         garden = (await sample.search(s, "rooftop")).entries[0]
