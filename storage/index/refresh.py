@@ -43,6 +43,10 @@ _INSERT_LINK = text(
     ":alias, :line)"
 )
 
+# PostgreSQL plans word searches from column statistics; after this many changed notes (a first
+# index, a big import) they are refreshed at once rather than when autovacuum comes by.
+ANALYZE_AFTER = 1000
+
 Known = dict[str, tuple[int, int, int, str]]  # path -> (mtime_ns, size, nid, hash)
 
 
@@ -155,6 +159,9 @@ async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
         fresh = plan.add + [note for _, note in plan.replace]
         if fresh:
             await _insert(session, fresh)
+        if (len(fresh) + len(plan.remove) >= ANALYZE_AFTER
+                and session.get_bind().dialect.name == "postgresql"):
+            await session.execute(text("ANALYZE index_notes"))
     if plan.touch:
         await session.execute(
             text("UPDATE index_notes SET mtime_ns = :mtime_ns, size = :size WHERE nid = :nid"),

@@ -19,9 +19,8 @@ from storage.index import backlinks as _backlinks
 from storage.index import fts5, ranking, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
-from storage.index.fts5 import WordHits
 from storage.index.names import FUZZY_MAX_MATCHES, names_for, vault_generation
-from storage.index.words import query_tokens
+from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
 from storage.types import (
     CATEGORIES,
@@ -128,7 +127,7 @@ class SearchIndex:
         # them (checking thousands of ids would cost more than the search).
         outside = set(fuzzy_ranked) - set(ranked)
         if outside and total > len(ranked):
-            if total <= fts5.RANK_ALL_LIMIT:
+            if hits.complete:
                 outside -= await words.members(session, hits, outside)
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
