@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import BigInteger, Column, Float, MetaData, Table, Text, insert, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.clean_text import clean_text
 from storage.errors import StorageError
@@ -43,9 +43,9 @@ _INSERT_LINK = text(
     ":alias, :line)"
 )
 
-# PostgreSQL plans word searches from column statistics; after this many changed notes (a first
-# index, a big import) they are refreshed at once rather than when autovacuum comes by.
-ANALYZE_AFTER = 1000
+# After this many changed notes (a first index, a big import) PostgreSQL's tables are tidied at
+# once (`tidy`) rather than when autovacuum comes by.
+TIDY_AFTER = 1000
 
 Known = dict[str, tuple[int, int, int, str]]  # path -> (mtime_ns, size, nid, hash)
 
@@ -159,13 +159,26 @@ async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
         fresh = plan.add + [note for _, note in plan.replace]
         if fresh:
             await _insert(session, fresh)
-        if (len(fresh) + len(plan.remove) >= ANALYZE_AFTER
-                and session.get_bind().dialect.name == "postgresql"):
-            await session.execute(text("ANALYZE index_notes"))
     if plan.touch:
         await session.execute(
             text("UPDATE index_notes SET mtime_ns = :mtime_ns, size = :size WHERE nid = :nid"),
             plan.touch)
+
+
+def needs_tidy(stats: RefreshStats) -> bool:
+    return stats.added + stats.updated + stats.removed >= TIDY_AFTER
+
+
+async def tidy(engine: AsyncEngine) -> None:
+    """After a large refresh, on PostgreSQL: VACUUM (ANALYZE) the index tables, outside any
+    transaction. Counting and listing then read the indexes only (the visibility map), new
+    words leave the GIN pending lists, and the planner knows the new words' frequencies;
+    without it the first minute after a 50k import is 2-5x slower. Nothing on SQLite."""
+    if engine.dialect.name != "postgresql":
+        return
+    async with engine.connect() as conn:
+        auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await auto.execute(text("VACUUM (ANALYZE) index_notes, index_links"))
 
 
 async def refresh(session: AsyncSession, vault: Vault, key: str) -> RefreshStats:
