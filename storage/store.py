@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.index import SearchIndex
+from storage.index.refresh import needs_tidy, tidy
 from storage.locks import vault_lock
 from storage.types import (
     BacklinkList,
@@ -67,6 +68,8 @@ class Store:
                 async with self.db.session() as session:
                     stats = await self.index.refresh(session)
                     await session.commit()
+                if needs_tidy(stats):
+                    await tidy(self.db.engine)
                 _LAST_SCAN[self.index.key] = (time.monotonic(), stats.seconds)
                 if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
                     self.vault.clean_seen_temp()

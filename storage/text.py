@@ -1,8 +1,13 @@
-"""Text made safe to store: what a note file, YAML and every database can hold.
+"""Text made safe to store, in the two places it goes.
 
-Lone surrogates (from JSON like "\\udc80") cannot be encoded as UTF-8; control characters
-other than tab and line breaks make YAML unreadable; NUL is refused by PostgreSQL. Each becomes
-U+FFFD, so the user can see that something was there.
+`clean` / `clean_value`, for what we write (notes, YAML, our tables): lone surrogates (from
+JSON like "\\udc80") cannot be encoded as UTF-8, control characters other than tab and line
+breaks make YAML unreadable, NUL is refused by PostgreSQL; each becomes U+FFFD, so the user can
+see that something was there.
+
+`clean_text` / `clean_values`, for what we index and query from notes written by hand: only NUL
+and lone surrogates (what a database refuses) become U+FFFD, the same on the way in and on the
+way to a query, so a name holding one is still found by the same text.
 """
 
 from __future__ import annotations
@@ -32,3 +37,22 @@ def clean_value(value: Any) -> Any:
         return {clean(str(k)) if isinstance(k, str) else k: clean_value(v)
                 for k, v in value.items()}
     return value
+
+
+def clean_text(value: str) -> str:
+    """`value` with NUL and lone surrogates replaced by U+FFFD (unchanged, and fast, when it
+    has neither)."""
+    if "\x00" in value:
+        value = value.replace("\x00", REPLACEMENT)
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(REPLACEMENT if "\ud800" <= c <= "\udfff" else c for c in value)
+    return value
+
+
+def clean_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `row` with every string value cleaned (`clean_text`)."""
+    return {k: clean_text(v) if isinstance(v, str) else v for k, v in row.items()}

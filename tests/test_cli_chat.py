@@ -59,6 +59,18 @@ def test_verbose_prints_each_tool_call_and_log_shows_it(brain: Callable[..., Res
     assert turns[0]["user_text"] == "Renew passport before June"
 
 
+def test_a_message_with_a_nul_is_filed_and_logged(brain: Callable[..., Result],
+                                                   tmp_path: Path) -> None:
+    # PostgreSQL refuses NUL in text: it must become a stored character, not a traceback.
+    proc = brain("chat", "--new", stdin="Renew pass\x00port before June\n")
+    assert proc.code == 0, proc.err
+    assert "Traceback" not in proc.err
+    assert len(list(vault(tmp_path).rglob("*.md"))) == 1
+    log = brain("log", "--json")
+    assert log.code == 0, log.err
+    assert json.loads(log.out)[0]["user_text"] == "Renew pass\ufffdport before June"
+
+
 def test_openai_wire_files_and_returns_list_result_with_its_call_id(
         tmp_path: Path, brain: Callable[..., Result]) -> None:
     with FakeLLMServer() as srv:

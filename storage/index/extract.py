@@ -16,6 +16,7 @@ import yaml
 
 from storage.links import extract_links, link_key
 from storage.notes import ParsedNote, _find_block, normalise_scalar, parse_note
+from storage.text import clean_values
 from storage.types import CATEGORIES
 
 
@@ -150,8 +151,9 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
         "updated": updated, "updated_ts": updated_ts,
         "mtime_ns": mtime_ns, "size": size, "hash": hashlib.sha256(data).hexdigest(),
     }
-    row["meta"] = " ".join((meta_token("v", vault_key), meta_token("c", category),
-                            meta_token("s", status)))
+    row = clean_values(row)  # NUL and lone surrogates: no database stores them
+    row["meta"] = " ".join((meta_token("v", vault_key), meta_token("c", row["category"]),
+                            meta_token("s", row["status"])))
     note = IndexedNote(row)
     found = list(extract_links(parsed.body))
     for key, value in _frontmatter_strings(fm):
@@ -161,9 +163,9 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
         target_key = link_key(link.target)
         if not target_key:
             continue  # `[[#heading]]`: a link inside the same note
-        note.links.append({
+        note.links.append(clean_values({
             "vault": vault_key, "source_path": rel, "target": link.target,
             "target_key": target_key, "target_base": target_key.rsplit("/", 1)[-1],
             "heading": link.heading, "alias": link.alias, "line": link.line,
-        })
+        }))
     return note

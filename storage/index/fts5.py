@@ -7,13 +7,12 @@ hashed vault / category / status tokens (extract.meta_token), so a filter never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.index.extract import meta_token
-from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS
+from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits
 
 # bm25 column weights: name, one_liner, context, next_action, body, meta (filter tokens only).
 BM25_WEIGHTS = (10.0, 5.0, 3.0, 3.0, 1.0, 0.0)
@@ -22,16 +21,6 @@ FIELD_COLUMNS = "{name one_liner context next_action}"
 # bm25 costs ~2 us per matching note; a word in more notes than this (a stopword, in effect)
 # ranks the notes that have it in a field, then the newest others, so 50k notes stay fast.
 RANK_ALL_LIMIT = 2500
-
-
-@dataclass(frozen=True)
-class WordHits:
-    """The best nids by words (best first), how many notes match in all, and the expression
-    that matched them (to ask later which other notes it matches)."""
-
-    ranked: list[int]
-    total: int
-    expression: str
 
 
 def fts_terms(tokens: Sequence[str]) -> list[str]:
@@ -101,6 +90,7 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
         return WordHits([], 0, expression)
     if total <= RANK_ALL_LIMIT:
         return WordHits(await _ranked(session, expression, depth), total, expression)
+    # (total stays exact: FTS5 counts from its index)
     narrowings = [(core, FIELD_COLUMNS), (core, "name")]
     if len(terms) > 1:
         # Rank by the rarer words first (what bm25 would weigh most anyway).
@@ -127,7 +117,7 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
             "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
         seen = set(ranked)
         ranked += [r[0] for r in newest if r[0] not in seen][:depth - len(ranked)]
-    return WordHits(ranked, total, expression)
+    return WordHits(ranked, total, expression, complete=False)
 
 
 async def members(session: AsyncSession, hits: WordHits, nids: Iterable[int]) -> set[int]:

@@ -13,23 +13,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import BigInteger, Column, Float, MetaData, Table, Text, insert, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.errors import StorageError
 from storage.index.extract import IndexedNote, extract_note, indexable
+from storage.text import clean_text
 from storage.types import RefreshStats
 from storage.vault import Vault
 
+# The database assigns nids (SQLite: the rowid; PostgreSQL: an identity), so writers of many
+# vaults at once never collide on one.
 _NOTE_COLUMNS = (
-    "nid", "vault", "path", "id", "name", "name_key", "stem_key", "category", "status",
+    "vault", "path", "id", "name", "name_key", "stem_key", "category", "status",
     "one_liner", "context", "next_action", "due_date", "tags", "body", "frontmatter", "created",
     "updated", "updated_ts", "mtime_ns", "size", "hash",
 )
-_INSERT_NOTE = text(
-    f"INSERT INTO index_notes ({', '.join(_NOTE_COLUMNS)}) "
-    f"VALUES ({', '.join(':' + c for c in _NOTE_COLUMNS)})"
-)
+_NUMBERS = {"updated_ts": Float, "mtime_ns": BigInteger, "size": BigInteger}
+_NOTES = Table("index_notes", MetaData(), Column("nid", BigInteger, primary_key=True),
+               *(Column(c, _NUMBERS.get(c, Text)) for c in _NOTE_COLUMNS))
+_INSERT_NOTE = insert(_NOTES).returning(_NOTES.c.nid, sort_by_parameter_order=True)
 _INSERT_FTS = text(
     "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body, meta) "
     "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
@@ -39,6 +42,10 @@ _INSERT_LINK = text(
     "alias, line) VALUES (:vault, :source_path, :target, :target_key, :target_base, :heading, "
     ":alias, :line)"
 )
+
+# After this many changed notes (a first index, a big import) PostgreSQL's tables are tidied at
+# once (`tidy`) rather than when autovacuum comes by.
+TIDY_AFTER = 1000
 
 Known = dict[str, tuple[int, int, int, str]]  # path -> (mtime_ns, size, nid, hash)
 
@@ -72,7 +79,7 @@ async def _known(session: AsyncSession, key: str, paths: Sequence[str] | None = 
             return {}
         names = [f"p{i}" for i in range(len(paths))]
         sql += f" AND path IN ({', '.join(':' + n for n in names)})"
-        params.update(zip(names, paths, strict=True))
+        params.update(zip(names, map(clean_text, paths), strict=True))
     result = await session.execute(text(sql), params)
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in result}
 
@@ -82,14 +89,17 @@ def _plan(vault: Vault, key: str, known: Known, files: Iterable[tuple[str, int, 
     """`files` come from Vault.scan or were checked by Vault.resolve already."""
     plan = Plan()
     seen: set[str] = set()
-    for rel, mtime_ns, size in files:
+    for raw, mtime_ns, size in files:
+        rel = clean_text(raw)  # a file name with undecodable bytes is stored as U+FFFD
+        if rel in seen:
+            continue
         seen.add(rel)
         old = known.get(rel)
         if old is not None and old[0] == mtime_ns and old[1] == size:
             plan.unchanged += 1
             continue
         try:
-            data = (vault.root / rel).read_bytes()
+            data = (vault.root / raw).read_bytes()
         except OSError:
             continue  # vanished or unreadable since the scan; the next refresh sees it
         if old is not None and hashlib.sha256(data).hexdigest() == old[3]:
@@ -117,15 +127,12 @@ def _stat_paths(vault: Vault, rels: Sequence[str]) -> list[tuple[str, int, int]]
 
 
 async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
-    top = (await session.execute(text("SELECT max(nid) FROM index_notes"))).scalar()
-    base = int(top or 0)
-    rows = []
-    for offset, note in enumerate(notes, start=1):
-        note.row["nid"] = base + offset
-        rows.append(note.row)
-    await session.execute(_INSERT_NOTE, rows)
+    rows = [{c: note.row[c] for c in _NOTE_COLUMNS} for note in notes]
+    nids = (await session.execute(_INSERT_NOTE, rows)).scalars().all()
     if has_fts(session):
-        await session.execute(_INSERT_FTS, rows)
+        for note, nid in zip(notes, nids, strict=True):
+            note.row["nid"] = nid
+        await session.execute(_INSERT_FTS, [note.row for note in notes])
     links = [link for note in notes for link in note.links]
     if links:
         await session.execute(_INSERT_LINK, links)
@@ -133,7 +140,8 @@ async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
 
 async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
     if plan.changes:
-        # Bump first: this takes the write lock before we read max(nid).
+        # Bump first: on SQLite this takes the write lock; on PostgreSQL it locks the vault's
+        # row, so two writers of one vault go one after the other.
         await session.execute(
             text("INSERT INTO index_vaults (vault, generation) VALUES (:v, 1) "
                  "ON CONFLICT (vault) DO UPDATE SET generation = index_vaults.generation + 1"),
@@ -157,6 +165,22 @@ async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
             plan.touch)
 
 
+def needs_tidy(stats: RefreshStats) -> bool:
+    return stats.added + stats.updated + stats.removed >= TIDY_AFTER
+
+
+async def tidy(engine: AsyncEngine) -> None:
+    """After a large refresh, on PostgreSQL: VACUUM (ANALYZE) the index tables, outside any
+    transaction. Counting and listing then read the indexes only (the visibility map), new
+    words leave the GIN pending lists, and the planner knows the new words' frequencies;
+    without it the first minute after a 50k import is 2-5x slower. Nothing on SQLite."""
+    if engine.dialect.name != "postgresql":
+        return
+    async with engine.connect() as conn:
+        auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await auto.execute(text("VACUUM (ANALYZE) index_notes, index_links"))
+
+
 async def refresh(session: AsyncSession, vault: Vault, key: str) -> RefreshStats:
     """Bring the rows in line with the files: add, update (by hash), remove."""
     started = time.perf_counter()
@@ -174,13 +198,13 @@ async def refresh(session: AsyncSession, vault: Vault, key: str) -> RefreshStats
 
 async def refresh_paths(session: AsyncSession, vault: Vault, key: str, rels: list[str]) -> None:
     """Re-index just these paths (after our own writes): present -> indexed, gone -> removed."""
-    wanted = list(dict.fromkeys(r for r in rels if indexable(r)))
+    wanted = list(dict.fromkeys(r for r in rels if indexable(r) and "\x00" not in r))
     known = await _known(session, key, wanted)
 
     def work() -> Plan:
         files = _stat_paths(vault, wanted)
         plan = _plan(vault, key, known, files, full=False)
-        present = {f[0] for f in files}
+        present = {clean_text(f[0]) for f in files}
         plan.remove = [(v[2], p) for p, v in known.items() if p not in present]
         return plan
 

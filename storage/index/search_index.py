@@ -1,22 +1,27 @@
 """`SearchIndex`: one vault's view of the index: refresh, search, list, lookup, backlinks,
-summary. Search fuses word matches (FTS5 on SQLite) with typo-tolerant names (rapidfuzz)."""
+summary. Search fuses word matches (FTS5 on SQLite, a weighted tsvector on PostgreSQL) with
+typo-tolerant names (rapidfuzz).
+
+Text from users reaches SQL through `clean_text`, as notes do when indexed (a query with a NUL
+is a query, not a database error)."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.index import backlinks as _backlinks
-from storage.index import fts5, ranking
+from storage.index import fts5, ranking, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
 from storage.index.names import FUZZY_MAX_MATCHES, names_for, vault_generation
-from storage.index.words import query_tokens
+from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
+from storage.text import clean_text
 from storage.types import (
     CATEGORIES,
     BacklinkList,
@@ -39,17 +44,33 @@ def _filters(category: str | None, status: str | None, params: dict[str, Any]) -
     sql = ""
     if category is not None:
         sql += " AND n.category = :category"
-        params["category"] = category
+        params["category"] = clean_text(category)
     if status is not None:
         sql += " AND n.status = :status"
-        params["status"] = status
+        params["status"] = clean_text(status)
     return sql
+
+
+class WordSearch(Protocol):
+    """What fts5.py (SQLite) and tsvector.py (PostgreSQL) both provide."""
+
+    async def search_words(self, session: AsyncSession, key: str, tokens: Sequence[str],
+                           category: str | None, status: str | None, depth: int,
+                           alone: bool) -> WordHits: ...
+
+    async def members(self, session: AsyncSession, hits: WordHits,
+                      nids: Iterable[int]) -> set[int]: ...
+
+
+def _words(session: AsyncSession) -> WordSearch:
+    """The word search of the session's database."""
+    return fts5 if session.get_bind().dialect.name == "sqlite" else tsvector
 
 
 class SearchIndex:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
-        self.key = str(vault.root)
+        self.key = clean_text(str(vault.root))
 
     # --- refreshing ---------------------------------------------------------------------------
 
@@ -62,22 +83,6 @@ class SearchIndex:
         await _refresh.refresh_paths(session, self.vault, self.key, rels)
 
     # --- reading ------------------------------------------------------------------------------
-
-    async def _like(self, session: AsyncSession, tokens: Sequence[str], category: str | None,
-                    status: str | None, depth: int) -> tuple[list[int], int]:
-        """Plain LIKE search for databases without FTS5 (basic, unranked)."""
-        params: dict[str, Any] = {"v": self.key, "k": depth}
-        where = "n.vault = :v" + _filters(category, status, params)
-        for i, token in enumerate(tokens):
-            params[f"t{i}"] = f"%{token.lower()}%"
-            where += (f" AND (lower(n.name) LIKE :t{i} OR lower(n.body) LIKE :t{i}"
-                      f" OR lower(coalesce(n.one_liner, '')) LIKE :t{i})")
-        ranked = await session.execute(text(
-            f"SELECT n.nid FROM index_notes n WHERE {where} ORDER BY n.updated_ts DESC "
-            f"LIMIT :k"), params)
-        total = await session.execute(text(f"SELECT count(*) FROM index_notes n WHERE {where}"),
-                                      params)
-        return [r[0] for r in ranked], int(total.scalar() or 0)
 
     async def _summaries(self, session: AsyncSession, nids: Sequence[int],
                          scores: Mapping[int, float] | None = None) -> list[EntrySummary]:
@@ -100,21 +105,20 @@ class SearchIndex:
 
     async def search(self, session: AsyncSession, query: str, *, category: str | None = None,
                      status: str | None = None, limit: int = 10) -> EntryList:
-        """Words (FTS5, bm25) fused with typo-tolerant names (rapidfuzz) by reciprocal rank."""
+        """Words (FTS5 bm25 / tsvector ts_rank_cd) fused with typo-tolerant names (rapidfuzz)
+        by reciprocal rank; a note named exactly as the query comes first."""
         limit = max(0, min(int(limit), MAX_LIMIT))
         tokens = query_tokens(query if isinstance(query, str) else "")
         if not tokens:
             return EntryList([], 0)
         depth = max(limit * 3, 30)
-        sqlite = _refresh.has_fts(session)
+        category = None if category is None else clean_text(category)
+        status = None if status is None else clean_text(status)
+        words = _words(session)
         generation, alone = await vault_generation(session, self.key)
-        hits: fts5.WordHits | None = None
-        if sqlite:
-            hits = await fts5.search_words(session, self.key, tokens, category, status, depth,
-                                           alone)
-            ranked, total = hits.ranked, hits.total
-        else:
-            ranked, total = await self._like(session, tokens, category, status, depth)
+        hits = await words.search_words(session, self.key, tokens, category, status, depth,
+                                        alone)
+        ranked, total = hits.ranked, hits.total
         names = await names_for(session, self.key, generation)
         fuzzy = names.match(" ".join(tokens), category, status)
         fuzzy_ranked = sorted(fuzzy, key=lambda n: -fuzzy[n])[:FUZZY_MAX_MATCHES]
@@ -122,9 +126,9 @@ class SearchIndex:
         # the word matches are few; above that, a name with every word exact counts as one of
         # them (checking thousands of ids would cost more than the search).
         outside = set(fuzzy_ranked) - set(ranked)
-        if outside and hits is not None and total > len(ranked):
-            if total <= fts5.RANK_ALL_LIMIT:
-                outside -= await fts5.members(session, hits, outside)
+        if outside and total > len(ranked):
+            if hits.complete:
+                outside -= await words.members(session, hits, outside)
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
@@ -133,7 +137,7 @@ class SearchIndex:
         # index and scans thousands of rows; by name it is one index probe.
         named = await session.execute(text(
             "SELECT nid, category, status FROM index_notes WHERE vault = :v AND name_key = :q"),
-            {"v": self.key, "q": text_key(query)})
+            {"v": self.key, "q": text_key(clean_text(query))})
         exact = [nid for nid, note_category, note_status in named
                  if (category is None or note_category == category)
                  and (status is None or note_status == status)]
@@ -159,7 +163,7 @@ class SearchIndex:
 
     async def lookup(self, session: AsyncSession, ref: str) -> builtins.list[EntrySummary]:
         """Every note `ref` names exactly: id, path (.md optional), name or file stem."""
-        ref = ref.strip() if isinstance(ref, str) else ""
+        ref = clean_text(ref).strip() if isinstance(ref, str) else ""
         while ref.startswith("./"):
             ref = ref[2:]
         if not ref:
@@ -179,7 +183,7 @@ class SearchIndex:
 
     async def backlinks(self, session: AsyncSession, rel: str) -> BacklinkList:
         """Notes linking to `rel`, links resolved now (Obsidian's rule), with the line."""
-        return await _backlinks.backlinks(session, self.key, rel)
+        return await _backlinks.backlinks(session, self.key, clean_text(rel))
 
     async def summary(self, session: AsyncSession, *, max_names: int = 5) -> VaultSummary:
         """Counts per category (+ "other"), a few active projects, the inbox size."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # Too common to carry a query on their own; dropped from OR retries and from name matching.
 _STOPWORDS_TEXT = """a an and are as at be but by de der die for from has have i in is it of on
@@ -17,3 +18,15 @@ _WORD_RE = re.compile(r"[^\W_]+")
 def query_tokens(query: str) -> list[str]:
     """The words of a user's query: letters and digits only, so no text is query syntax."""
     return [t[:MAX_TOKEN_CHARS] for t in _WORD_RE.findall(query or "")][:MAX_QUERY_TOKENS]
+
+
+@dataclass(frozen=True)
+class WordHits:
+    """What a word search found: the best nids (best first), how many notes match in all, the
+    expression that matched them (to ask later which other notes it matches), and whether the
+    set was small enough to be ranked whole (then `total` is exact and asking is cheap)."""
+
+    ranked: list[int]
+    total: int
+    expression: str
+    complete: bool = True

@@ -269,3 +269,25 @@ async def test_a_database_behind_head_is_upgraded_on_open(tmp_path: Path) -> Non
         assert set(CORE_TABLES) <= names
     finally:
         await db.close()
+
+def test_the_index_migration_goes_down_and_up_again(tmp_path: Path) -> None:
+    """0004 rebuilds the index tables (PostgreSQL); down to 0003 and up again leaves a working
+    index on both databases."""
+    url = blank(tmp_path)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.upgrade(cfg, "head")
+    command.downgrade(cfg, "0003")
+    command.upgrade(cfg, "head")
+
+    async def notes() -> int:
+        db = await Database.open(url)
+        try:
+            async with db.session() as s:
+                return int((await s.execute(text("SELECT count(*) FROM index_notes"))
+                            ).scalar_one())
+        finally:
+            await db.close()
+
+    assert asyncio.run(notes()) == 0

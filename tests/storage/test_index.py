@@ -228,6 +228,44 @@ async def test_search_prefix_diacritics_and_or_fallback(
         assert [e.path for e in either.entries] == ["ideas/garden.md"]
 
 
+async def test_search_matches_whole_words_in_every_field_and_folds_case_and_accents(
+        sample: SearchIndex, vault: Vault, db: Database) -> None:
+    write(vault, "ideas/start.md", note("Kick-off", "We start on Monday."))
+    write(vault, "ideas/art.md", note("Gallery visit", "Modern art, then lunch."))
+    write(vault, "ideas/cafe.md", note("Café crawl", "Visit every café in town."))
+    await refreshed(db, sample)
+    async with db.session() as s:
+        assert [e.path for e in (await sample.search(s, "art")).entries] == ["ideas/art.md"]
+        assert [e.path for e in (await sample.search(s, "CAFÉ")).entries] == ["ideas/cafe.md"]
+        # next_action, context and one_liner are searched, not only name and body
+        assert [e.path for e in (await sample.search(s, "draft")).entries] == [
+            "projects/q3-budget.md"]
+        assert [e.path for e in (await sample.search(s, "owns")).entries] == [
+            "people/sarah-chen.md"]
+        assert [e.path for e in (await sample.search(s, "food")).entries] == ["ideas/garden.md"]
+
+
+async def test_a_word_in_hundreds_of_notes_ranks_fields_first_and_keeps_filters(
+        vault: Vault, db: Database) -> None:
+    # More matches than either database ranks whole (PostgreSQL: 400), so the search takes
+    # its bounded path; what the user sees must still make sense.
+    for i in range(450):
+        category = "projects" if i % 9 == 0 else "ideas"
+        write(vault, f"{category}/n{i}.md", note(f"Note {i}", f"Walk past the zebra {i}.",
+                                                 category=category))
+    write(vault, "ideas/crossing.md", note("Crossing", "Look both ways.",
+                                           one_liner="A zebra crossing"))
+    index = SearchIndex(vault)
+    await refreshed(db, index)
+    async with db.session() as s:
+        found = await index.search(s, "zebra", limit=5)
+        projects = await index.search(s, "zebra", category="projects", limit=50)
+    assert found.entries[0].path == "ideas/crossing.md"  # in a field, not only a body
+    assert len(found.entries) == 5 and found.total >= 401
+    assert {e.category for e in projects.entries} == {"projects"}
+    assert projects.total == 50 and len(projects.entries) == 50
+
+
 async def test_snippet_prefers_fields_then_body(sample: SearchIndex, db: Database) -> None:
     async with db.session() as s:
         garden = (await sample.search(s, "rooftop")).entries[0]

@@ -1,0 +1,156 @@
+"""Word search on PostgreSQL: weighted tsvectors (migration 0004), GIN, ts_rank_cd.
+
+Same contract as fts5.py: every word must match (the last one also as a prefix); when no note
+has them all, any word may (stopwords aside). Accents fold (`unaccent` in the `brain_search`
+configuration) and words match whole: "art" never finds "start".
+
+What costs on PostgreSQL is touching rows: counting or ranking a match means reading its row
+(MVCC) and its tsvector (ts_rank_cd, ~10 us a note). So a search touches few notes: it
+counts matches up to RANK_ALL_LIMIT + 1; a set that small is ranked whole and its total is
+exact. A larger one is ranked within the fields (`fields`: name, one-liner, context, next
+action) when few notes have the words there, then filled with the newest of the matches it
+counted (a plain `ORDER BY nid DESC` would read every row of a word found only in old notes);
+its total is the planner's estimate (column statistics, refreshed after large index changes),
+never below what was counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits
+
+CONFIG = "brain_search"
+# ts_rank_cd weights for D (body), C (context, next action), B (one-liner), A (name): the
+# proportions of FTS5's bm25 column weights (1, 3, 5, 10).
+RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
+RANK_ALL_LIMIT = 400
+ALL = "search"  # every field, weighted
+FIELDS = "fields"  # name, one-liner, context, next action (no body)
+
+
+def tsquery_terms(tokens: Sequence[str]) -> list[str]:
+    """Each word as a tsquery lexeme (quoted: tokens are letters and digits only, so they hold
+    no quote), the last one also as a prefix."""
+    parts = [f"'{t}'" for t in tokens]
+    if parts and len(tokens[-1]) >= PREFIX_MIN_CHARS:
+        parts[-1] += ":*"
+    return parts
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One word query within a vault and its filters, over one tsvector column."""
+
+    key: str
+    tsquery: str
+    category: str | None
+    status: str | None
+    column: str = ALL
+
+    @property
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"v": self.key, "q": self.tsquery}
+        if self.category is not None:
+            params["category"] = self.category
+        if self.status is not None:
+            params["status"] = self.status
+        return params
+
+    @property
+    def where(self) -> str:
+        sql = f"n.vault = :v AND n.{self.column} @@ to_tsquery('{CONFIG}', :q)"
+        if self.category is not None:
+            sql += " AND n.category = :category"
+        if self.status is not None:
+            sql += " AND n.status = :status"
+        return sql
+
+    async def first(self, session: AsyncSession, cap: int) -> list[int]:
+        """Up to `cap` matching nids, in the order the index yields them (no row beyond)."""
+        result = await session.execute(text(
+            f"SELECT n.nid FROM index_notes n WHERE {self.where} LIMIT {int(cap)}"),
+            self.params)
+        return [r[0] for r in result]
+
+    async def first_scored(self, session: AsyncSession, cap: int) -> list[tuple[int, float]]:
+        """Up to `cap` matching nids with their ts_rank_cd."""
+        result = await session.execute(text(
+            f"SELECT n.nid, ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
+            f"to_tsquery('{CONFIG}', :q)) FROM index_notes n WHERE {self.where} "
+            f"LIMIT {int(cap)}"), self.params)
+        return [(r[0], float(r[1])) for r in result]
+
+    async def estimate(self, session: AsyncSession) -> int:
+        """The planner's estimate of how many notes match (no row is read)."""
+        result = await session.execute(text(
+            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM index_notes n WHERE {self.where}"),
+            self.params)
+        plan = result.scalar()
+        data: Any = json.loads(plan) if isinstance(plan, str) else plan
+        return int(data[0]["Plan"]["Plan Rows"])
+
+    async def ranked(self, session: AsyncSession, depth: int) -> list[int]:
+        result = await session.execute(text(
+            f"SELECT n.nid FROM index_notes n WHERE {self.where} "
+            f"ORDER BY ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
+            f"to_tsquery('{CONFIG}', :q)) DESC, n.nid LIMIT {int(depth)}"), self.params)
+        return [r[0] for r in result]
+
+
+async def _search(session: AsyncSession, key: str, tokens: Sequence[str], category: str | None,
+                  status: str | None, depth: int) -> WordHits:
+    terms = tsquery_terms(tokens)
+    query = _Query(key, " & ".join(terms), category, status)
+    found = await query.first(session, RANK_ALL_LIMIT + 1)
+    if not found and len(tokens) > 1:
+        terms = [t for t, w in zip(terms, tokens, strict=True)
+                 if w.lower() not in STOPWORDS] or terms
+        query = _Query(key, " | ".join(terms), category, status)
+        found = await query.first(session, RANK_ALL_LIMIT + 1)
+    if len(found) <= RANK_ALL_LIMIT:
+        ranked = await query.ranked(session, depth) if found else []
+        return WordHits(ranked, len(found), query.tsquery, complete=True)
+    total = max(len(found), await query.estimate(session))
+    # Too many to rank whole: the notes with the words in their fields first (ranked, when
+    # they are few), then the newest of the first matches the index gave.
+    scored = await replace(query, column=FIELDS).first_scored(session, RANK_ALL_LIMIT + 1)
+    ranked = []
+    if len(scored) <= RANK_ALL_LIMIT:
+        ranked = [nid for nid, _ in sorted(scored, key=lambda s: (-s[1], s[0]))][:depth]
+    seen = set(ranked)
+    ranked += [nid for nid in sorted(found, reverse=True) if nid not in seen][:depth - len(ranked)]
+    return WordHits(ranked, total, query.tsquery, complete=False)
+
+
+async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
+                       category: str | None, status: str | None, depth: int,
+                       alone: bool) -> WordHits:
+    """The best `depth` nids, how many notes match (exact when `complete`), and the tsquery
+    used (`alone` is FTS5's concern: here the vault is a plain column)."""
+    # The planner would rather scan the table for a common word and stop at the LIMIT; the
+    # GIN bitmap finds the same rows without reading the others, whatever the word.
+    # (On an error the transaction is rolled back, and the SET LOCAL with it.)
+    await session.execute(text("SET LOCAL enable_seqscan = off"))
+    hits = await _search(session, key, tokens, category, status, depth)
+    await session.execute(text("RESET enable_seqscan"))
+    return hits
+
+
+async def members(session: AsyncSession, hits: WordHits, nids: Iterable[int]) -> set[int]:
+    """Which of `nids` the words match."""
+    ids = sorted(set(nids))
+    if not ids:
+        return set()
+    result = await session.execute(
+        text(f"SELECT nid FROM index_notes WHERE nid IN :ids "
+             f"AND search @@ to_tsquery('{CONFIG}', :q)")
+        .bindparams(bindparam("ids", expanding=True)),
+        {"ids": ids, "q": hits.expression})
+    return {r[0] for r in result}
