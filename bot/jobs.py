@@ -219,6 +219,7 @@ class Worker:
                 except Exception as exc:  # the database is busy or down: try again soon
                     log.warning("claiming jobs failed: %s", exc)
             for job in claimed:
+                log.debug("job %s claimed: %s, attempt %d", job.id, job.kind, job.attempts)
                 self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
             if claimed and len(claimed) == room:
                 continue  # there may be more
