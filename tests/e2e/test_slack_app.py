@@ -115,10 +115,11 @@ async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> No
     files = vault_files(slack.vault)
     assert len(files) == 1
     assert entry_id in (slack.vault / files[0]).read_text()
-    # progress reaction on the user's message, added then removed
+    # Slack's "is thinking…" under the thread while the turn runs (the reply clears it)
     methods = [c.method for c in slack.fake.web_api_calls()]
-    assert methods == ["reactions.add", "chat.postMessage", "reactions.remove"]
-    assert slack.fake.calls_to("reactions.add")[0].body["timestamp"] == DM_TS
+    assert methods == ["assistant.threads.setStatus", "chat.postMessage"]
+    status = slack.fake.calls_to("assistant.threads.setStatus")[0].body
+    assert (status["channel_id"], status["thread_ts"]) == (DM, DM_TS) and status["status"]
     async with slack.bot.brain.db.session() as s:
         capture = await repositories.capture_for_entry(s, entry_id)
     assert capture is not None and capture.user_id == USER and capture.thread_ts == DM_TS
@@ -358,14 +359,14 @@ async def test_turns_of_one_thread_are_answered_in_arrival_order(slack: Harness)
 
 async def test_slack_api_failures_are_survived(slack: Harness,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    slack.fake.fail_next("reactions.add", error="missing_scope")
+    slack.fake.fail_next("assistant.threads.setStatus", error="missing_scope")
     slack.fake.fail_next("chat.postMessage", status=429, error="ratelimited",
                          headers={"Retry-After": "1"})
     caplog.set_level(logging.WARNING)
     await slack.file_dm()
-    # the 429 was waited out and retried; the reaction failure was only logged
+    # the 429 was waited out and retried; the status failure was only logged
     assert len(slack.fake.calls_to("chat.postMessage")) == 2
-    assert "reactions.add failed" in caplog.text
+    assert "assistant.threads.setStatus failed" in caplog.text
     assert len(vault_files(slack.vault)) == 1
 
 
@@ -399,7 +400,8 @@ async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
         ref = text.split("(ref ")[1][:6]
         assert await bot.settle(10)
         assert f"ref {ref}" in caplog.text
-        assert fake.calls_to("reactions.remove")  # the progress marker is cleared anyway
+        statuses = [c.body["status"] for c in fake.calls_to("assistant.threads.setStatus")]
+        assert statuses[-1] == ""  # the "is thinking…" status is cleared anyway
     finally:
         await send.close()
         await server.close()
