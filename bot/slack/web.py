@@ -162,7 +162,8 @@ async def fetch_message(client: AsyncWebClient, channel: str, ts: str) -> dict[s
     for message in resp.get("messages") or []:
         if message.get("ts") == ts:
             return dict(message)
-    resp = await client.conversations_replies(channel=channel, ts=ts, limit=1)
+    resp = await client.conversations_replies(channel=channel, ts=ts, oldest=ts,
+                                              inclusive=True, limit=10)
     for message in resp.get("messages") or []:
         if message.get("ts") == ts:
             return dict(message)

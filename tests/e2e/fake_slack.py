@@ -212,6 +212,7 @@ class FakeSlack:
         """History (newest first, up to `latest`) or one thread (oldest first)."""
         found = self.messages.get(str(body.get("channel")), [])
         latest = str(body.get("latest") or "9999999999.999999")
+        oldest = str(body.get("oldest") or "0")
         inclusive = str(body.get("inclusive")).lower() in ("1", "true")
         limit = int(body.get("limit") or 100)
         if method == "conversations.history":
@@ -220,7 +221,8 @@ class FakeSlack:
             ts = str(body.get("ts"))
             root = next((m.get("thread_ts") or m["ts"] for m in found if m["ts"] == ts), ts)
             rows = [m for m in found if m["ts"] == root or m.get("thread_ts") == root]
-        rows = [m for m in rows if m["ts"] < latest or (inclusive and m["ts"] == latest)]
+        rows = [m for m in rows if (oldest < m["ts"] < latest)
+                or (inclusive and m["ts"] in (latest, oldest))]
         rows.sort(key=lambda m: m["ts"], reverse=method == "conversations.history")
         return {"ok": True, "messages": rows[:limit], "has_more": len(rows) > limit}
 
