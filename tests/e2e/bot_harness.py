@@ -75,13 +75,16 @@ def make_settings(data_dir: Path, fake: FakeSlack, **extra: Any) -> Settings:
 
 
 @contextlib.asynccontextmanager
-async def running_bot(data_dir: Path, **extra: Any) -> AsyncIterator[Harness]:
-    """A bot (worker on, schedulers off: tests tick them with their own clock)."""
+async def running_bot(data_dir: Path, *, worker: bool = True,
+                      **extra: Any) -> AsyncIterator[Harness]:
+    """A bot (schedulers off: tests tick them with their own clock; `worker=False`: jobs
+    wait until the test calls `bot.start(scheduler=False)`)."""
     fake = await FakeSlack().start()
     settings = make_settings(data_dir, fake, **extra)
     brain = await Brain.start(settings)
     bot = SlackBot(brain, settings, poll=0.05)
-    bot.start(scheduler=False)
+    if worker:
+        bot.start(scheduler=False)
     server = TestServer(bot.web_app(), host="127.0.0.1")
     await server.start_server()
     send = SlackSender(str(server.make_url("/")))
