@@ -119,10 +119,13 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         await ack()
 
     @app.event("reaction_added")
-    async def on_reaction(event: dict[str, Any], body: dict[str, Any]) -> None:
+    async def on_reaction(event: dict[str, Any], body: dict[str, Any], context: Any) -> None:
         item = event.get("item") or {}
-        if event.get("reaction") == reaction and item.get("type") == "message":
-            await take(lambda: reaction_spec(body, event), "capture reaction")
+        if event.get("reaction") != reaction or item.get("type") != "message":
+            return
+        if context.bot_user_id and event.get("item_user") == context.bot_user_id:
+            return  # the bot's own reply: already the brain's words
+        await take(lambda: reaction_spec(body, event), "capture reaction")
 
     @app.event("app_home_opened")
     async def on_home(event: dict[str, Any], body: dict[str, Any]) -> None:

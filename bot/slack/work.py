@@ -22,6 +22,7 @@ from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.reminder_work import ReminderWork
+from bot.turns import KEEPING_TOOLS
 from storage.errors import StorageError  # the Brain's expected failures reach adapters as these
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,8 @@ class SlackWork:
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
             await job.remember(linked=True)
-        if result.executions:
-            await self.home.refresh(user)
+        if any(e.status == "ok" and e.tool in KEEPING_TOOLS for e in result.executions):
+            await self.home.refresh(user)  # the turn changed a note: an open Home shows it
 
     # -- the assistant panel opened a thread -------------------------------------------------
 

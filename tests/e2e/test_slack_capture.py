@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from storage import repositories
 from tests.e2e.bot_harness import Harness
+from tests.e2e.fake_slack import BOT_USER_ID
 from tests.e2e.slack_harness import (
     AUTHOR,
     CHANNEL,
@@ -96,9 +97,13 @@ async def test_capture_reaction_files_the_message_once_and_tells_only_the_reacto
     slack.check_cards()
 
 
-async def test_other_reactions_and_the_bots_own_changes_file_nothing(slack: Harness) -> None:
+async def test_other_reactions_and_reactions_to_the_bots_replies_file_nothing(
+        slack: Harness) -> None:
     slack.fake.seed_message(CHANNEL, SAVED_TEXT, user=AUTHOR, ts=SAVED_TS)
     await slack.send.event(reaction_added(event_id="EvR3", reaction="thumbsup"))
+    own = reaction_added(event_id="EvR3b")
+    own["event"]["item_user"] = BOT_USER_ID
+    await slack.send.event(own)
     await slack.settle()
     assert slack.fake.web_api_calls() == [] and not slack.vault.exists()
 
