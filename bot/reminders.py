@@ -28,6 +28,7 @@ from tools.registry import Execution
 log = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=4)  # "the morning": from the reminder time on
+RECHECK = timedelta(minutes=10)  # a person's vault is looked at again after this (per process)
 TZ_MEMORY = timedelta(days=1)  # a user's Slack time zone is asked again after this
 CATEGORIES = ("projects", "admin", "people", "ideas")
 JOB_KIND = "reminder"
@@ -132,6 +133,7 @@ class ReminderScheduler:
         self.clock = clock
         self.poll_seconds = poll_seconds
         self._stop = asyncio.Event()
+        self._checked: dict[str, datetime] = {}  # person -> when their notes were last read
 
     def _in_window(self, local: datetime) -> bool:
         hour, minute = self.brain.settings.reminder_at
@@ -158,6 +160,10 @@ class ReminderScheduler:
                 local = now.astimezone(ZoneInfo(tz))
                 if not self._in_window(local):
                     continue
+                last = self._checked.get(user)
+                if last is not None and last.date() == now.date() and now - last < RECHECK:
+                    continue  # read a few minutes ago: new notes due today are rare
+                self._checked[user] = now
                 for row in await self.brain.reminders.due_on(user, local.date()):
                     if await self.brain.reminders.claim(user, row, local.date()):
                         claimed.append((user, row.id or row.path, local.date().isoformat()))
