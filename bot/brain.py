@@ -15,18 +15,24 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot import corrections
+from bot.accounts import Accounts
 from bot.config import Settings
 from bot.history import build_history, message_to_dict
+from bot.home import Home
 from bot.jobs import JobQueue, JobRow
 from bot.llm.configs import make_provider, select_config
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
 from bot.loop import LoopOutcome, run_turn
-from bot.prompts import FiledNote, system_prompt
+from bot.prompts import system_prompt
+from bot.reminders import Reminders
+from bot.saving import Saver
 from bot.turns import (
     TurnResult,
     direct_move_outcome,
+    filed_notes,
     kept,
+    looks_like_thought,
     message_view,
     rescue_text,
     trouble,
@@ -66,6 +72,11 @@ class Brain:
                        for s in tool_specs()]
         self._terminal = registry.terminal_names()
         self._parallel = registry.read_only_names()
+        # Operations of the other entry points, each in its own module, through this door.
+        self.saves = Saver(self)  # a message saved by the shortcut or the capture reaction
+        self.home = Home(self)  # what the App Home shows
+        self.reminders = Reminders(self)  # due-date reminders and their buttons
+        self.accounts = Accounts(self)  # export, forget, retention, uninstall and revocation
 
     @classmethod
     async def start(cls, settings: Settings, *, vault_override: Path | None = None,
@@ -92,6 +103,9 @@ class Brain:
             root = self.vault_override or self.settings.vault_for(user_id)
             self._stores[user_id] = Store(Vault(root), self.db)
         return self._stores[user_id]
+
+    def forget_store(self, user_id: str) -> None:
+        self._stores.pop(user_id, None)
 
     def now(self) -> datetime:
         return datetime.now(ZoneInfo(self.settings.tz))
@@ -123,7 +137,7 @@ class Brain:
                                                     job_id=job.id if job else None)
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
-        filed = _filed(captures)
+        filed = filed_notes(captures)
         view = message_view(text)
         ctx = ToolContext(store=store, db=self.db, user_id=user_id, conversation_id=conv.id,
                           turn_id=turn_id, source=source, channel=channel, thread_ts=thread_ts,
@@ -380,22 +394,6 @@ class Brain:
         return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
 
 
-def _filed(captures: list[repositories.CaptureRow]) -> list[FiledNote]:
-    return [FiledNote(c.path, c.entry_id, _name_of(c)) for c in captures if c.entry_id]
-
-
 def _stored(row: repositories.MessageRow) -> dict[str, Any]:
     return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
             "tool_results": row.tool_results}
-
-
-def _name_of(capture: repositories.CaptureRow) -> str:
-    text = capture.original_text.strip().splitlines()[0] if capture.original_text.strip() else ""
-    return text[:60] or capture.path
-
-
-async def looks_like_thought(text: str) -> bool:
-    """Would a model file this? The offline router answers the same question offline."""
-    spec = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
-    completion = await OfflineProvider().complete("", [Message(role="user", content=text)], spec)
-    return any(c.name == "classify_and_capture" for c in completion.tool_calls)

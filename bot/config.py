@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -41,6 +41,30 @@ class Settings(BaseSettings):
     workers: int = Field(default=200, ge=1, le=10_000, alias="BRAIN_WORKERS")
     # Message and note text in logs (SDK request bodies at DEBUG included): off unless set.
     log_content: bool = Field(default=False, alias="BRAIN_LOG_CONTENT")
+    # The reaction that files a message for whoever adds it (name without colons).
+    capture_reaction: str = Field(default="brain", alias="BRAIN_CAPTURE_REACTION")
+    # Local time (the owner's time zone) of the DM about a note due that day.
+    reminder_time: str = Field(default="08:00", alias="BRAIN_REMINDER_TIME")
+    # Conversations, their messages and tool runs, and finished jobs older than this many days
+    # are deleted by the hourly housekeeping; 0 keeps them forever. Notes are never pruned.
+    retention_days: int = Field(default=90, ge=0, alias="BRAIN_RETENTION_DAYS")
+
+    @field_validator("capture_reaction")
+    @classmethod
+    def _reaction_name(cls, value: str) -> str:
+        name = value.strip().strip(":")
+        if not name or any(c.isspace() for c in name):
+            raise ValueError("BRAIN_CAPTURE_REACTION must be an emoji name, e.g. brain")
+        return name
+
+    @field_validator("reminder_time")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        hour, sep, minute = value.strip().partition(":")
+        if not (sep and hour.isdigit() and minute.isdigit() and len(minute) == 2
+                and 0 <= int(hour) <= 23 and 0 <= int(minute) <= 59):
+            raise ValueError("BRAIN_REMINDER_TIME must be HH:MM, e.g. 08:00")
+        return f"{int(hour):02d}:{minute}"
 
     @property
     def vault_root(self) -> Path:
@@ -61,3 +85,8 @@ class Settings(BaseSettings):
     @property
     def default_user(self) -> str:
         return self.owner or "local"
+
+    @property
+    def reminder_at(self) -> tuple[int, int]:
+        hour, minute = self.reminder_time.split(":")
+        return int(hour), int(minute)

@@ -12,12 +12,17 @@ more than happened.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.llm.types import Message, ToolCall, ToolResult, Usage
+from bot.llm.offline import OfflineProvider
+from bot.llm.types import Message, ToolCall, ToolResult, ToolSpec, Usage
 from bot.loop import LoopOutcome
+from bot.prompts import FiledNote
 from tools.base import ToolOutput
-from tools.registry import Execution
+from tools.registry import Execution, tool_specs
+
+if TYPE_CHECKING:
+    from storage.repositories import CaptureRow
 
 MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
 # Tools whose success means the user's words were kept (filed, or written into a note).
@@ -141,3 +146,20 @@ def direct_move_outcome(text: str, call: ToolCall, execution: Execution) -> Loop
         outcome.text = f"I couldn't move that note: {message}"
     outcome.messages.append(Message(role="assistant", content=outcome.text))
     return outcome
+
+
+def filed_notes(captures: list[CaptureRow]) -> list[FiledNote]:
+    """The notes a conversation filed, as the system prompt names them."""
+    return [FiledNote(c.path, c.entry_id, _name_of(c)) for c in captures if c.entry_id]
+
+
+def _name_of(capture: CaptureRow) -> str:
+    text = capture.original_text.strip().splitlines()[0] if capture.original_text.strip() else ""
+    return text[:60] or capture.path
+
+
+async def looks_like_thought(text: str) -> bool:
+    """Would a model file this? The offline router answers the same question offline."""
+    spec = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
+    completion = await OfflineProvider().complete("", [Message(role="user", content=text)], spec)
+    return any(c.name == "classify_and_capture" for c in completion.tool_calls)

@@ -206,3 +206,18 @@ async def prune(s: AsyncSession, older_than: datetime) -> int:
     result = await s.execute(delete(Job).where(Job.state.in_(("done", "failed")),
                                                Job.finished_at < older_than))
     return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def cancel_pending(s: AsyncSession, reason: str, user_ids: list[str] | None = None) -> int:
+    """Fail the pending jobs (of these users, or all): the app was uninstalled or a token
+    revoked, so the work can no longer be done. Running jobs end on their own."""
+    now = utcnow()
+    query = update(Job).where(Job.state == "pending")
+    if user_ids is not None:
+        if not user_ids:
+            return 0
+        query = query.where(Job.user_id.in_(user_ids))
+    result = await s.execute(query.values(state="failed", error=reason, lease_owner=None,
+                                          lease_until=None, finished_at=now, updated_at=now)
+                             .execution_options(synchronize_session=False))
+    return int(result.rowcount)  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""ORM tables of the core schema (migration 0001_core).
+"""ORM tables of the core schema (migrations 0001_core, 0003_intake, 0005_reminders).
 
 Timestamps: every datetime column is `UTCDateTime`. Callers pass timezone-aware datetimes
 (naive ones are refused: their zone is a guess); rows come back timezone-aware in UTC. On
@@ -233,7 +233,46 @@ class Job(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
+class Reminder(Base):
+    """A due-date reminder claimed for one note and day (migration 0005): the unique row is the
+    claim, so each reminder goes out once across restarts and replicas."""
+
+    __tablename__ = "reminders"
+    __table_args__ = (
+        UniqueConstraint("user_id", "ref", "day", name="uq_reminders_user_ref_day"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64))
+    ref: Mapped[str] = mapped_column(Text)
+    day: Mapped[str] = mapped_column(String(10))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SlackUser(Base):
+    """What the bot keeps of a Slack user besides their notes (migration 0005)."""
+
+    __tablename__ = "slack_users"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tz: Mapped[str | None] = mapped_column(String(64))
+    tz_checked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    home_opened_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SlackTeam(Base):
+    """A workspace the app was installed in, and whether it was uninstalled (migration 0005)."""
+
+    __tablename__ = "slack_teams"
+
+    team_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    uninstalled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 CORE_TABLES: tuple[str, ...] = (
     "conversations", "turns", "messages", "tool_runs", "captures", "processed_events",
-    "digest_subscriptions", "jobs",
+    "digest_subscriptions", "jobs", "reminders", "slack_users", "slack_teams",
 )

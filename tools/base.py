@@ -55,8 +55,7 @@ class ToolContext:
         if not self.job_key:
             return None
         self._ids_given += 1
-        digest = hashlib.sha256(f"{self.job_key}:{self._ids_given}".encode()).hexdigest()
-        return "e_" + digest[:12]
+        return derived_id(self.job_key, self._ids_given)
 
     @property
     def retried(self) -> bool:
@@ -67,6 +66,12 @@ class ToolContext:
                 and text.strip() == self.message_view.strip():
             return self.message
         return text
+
+
+def derived_id(key: str, n: int = 1) -> str:
+    """The id of the `n`-th note made under `key` (a job, a saved message): the same every
+    time, so work that runs again finds the note its first run made."""
+    return "e_" + hashlib.sha256(f"{key}:{n}".encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)

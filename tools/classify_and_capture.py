@@ -127,9 +127,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
 
 async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
                        inbox_reason: str | None = None,
-                       dropped: list[str] | None = None) -> ToolOutput:
+                       dropped: list[str] | None = None,
+                       extra_fields: dict[str, Any] | None = None,
+                       footer: str | None = None) -> ToolOutput:
     """File `text` as a note: by the model's hints, else by the keyword rules; to the inbox
-    when unsure, or always with `inbox_reason` (the rescue of a turn that went wrong)."""
+    when unsure, or always with `inbox_reason` (the rescue of a turn that went wrong).
+    `extra_fields` go into the frontmatter (a saved message's author) and `footer` ends the
+    body (where the text came from)."""
     if not text.strip():
         raise ToolError("invalid", "text is empty: there is nothing to save")
     dropped = list(dropped or [])
@@ -160,8 +164,8 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     # The model's fields win over the keyword classifier's.
     merged = {**suggested_fields, **{k: v for k, v in hints.items()
                                      if k not in ("category", "confidence", "name")}}
-    common = {"confidence": confidence, "source": ctx.source}
-    body = text.strip() + "\n"
+    common = {"confidence": confidence, "source": ctx.source, **(extra_fields or {})}
+    body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
     if inbox_reason is not None or category == "inbox" or confidence < ctx.confidence_threshold:
         target = "inbox"
         if inbox_reason is not None:
@@ -200,7 +204,7 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         data["dropped"] = dropped
     shown = {k: v for k, v in entry.fields.items()
              if k not in ("id", "name", "category", "created", "updated", "source",
-                          "confidence", "original_text")}
+                          "confidence", "original_text", *(extra_fields or {}))}
     data["fields"] = shown
     if status == "filed":
         summary = f"Filed to {target}: {entry.name} ({confidence:.2f})"

@@ -89,9 +89,11 @@ class SlackBot:
                              concurrency=concurrency, poll=poll, lease=lease,
                              retry_delays=retry_delays)
         self.intake = Intake(brain.jobs, self.worker.wake)
-        listeners.register(self.app, self.intake, brain.thread_known)
+        listeners.register(self.app, self.intake, brain.thread_known,
+                           reaction=settings.capture_reaction, accounts=brain.accounts)
         self.app.error(self._bolt_error)
         self.scheduler: Any = None
+        self.reminder_scheduler: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -116,18 +118,23 @@ class SlackBot:
 
     def start(self, *, scheduler: bool = True, poll_seconds: float = 60) -> None:
         """Run the worker (it takes up work left by a stopped process at once), and the digest
-        scheduler and the hourly housekeeping unless told not to."""
+        and reminder schedulers and the hourly housekeeping unless told not to."""
         if self._started:
             return
         self._started = True
         self.worker.start()
         if scheduler:
             from bot.digest import DigestScheduler
+            from bot.reminders import ReminderScheduler
 
             self.scheduler = DigestScheduler(self.brain.db, self.work.deliver_digest,
                                              clock=lambda: datetime.now(UTC),
                                              poll_seconds=poll_seconds)
+            self.reminder_scheduler = ReminderScheduler(
+                self.brain, tz_lookup=self.work.user_tz, wake=self.worker.wake,
+                clock=lambda: datetime.now(UTC), poll_seconds=poll_seconds)
             self._tasks.append(asyncio.create_task(self.scheduler.run()))
+            self._tasks.append(asyncio.create_task(self.reminder_scheduler.run()))
             self._tasks.append(asyncio.create_task(self._housekeeping()))
 
     def start_scheduler(self, poll_seconds: float = 60) -> None:
@@ -137,8 +144,9 @@ class SlackBot:
         while True:
             try:
                 await self.brain.jobs.prune()
+                await self.brain.accounts.prune()  # BRAIN_RETENTION_DAYS
             except Exception as exc:  # housekeeping never stops the bot
-                log.warning("pruning finished jobs failed: %s", exc)
+                log.warning("housekeeping (pruning) failed: %s", exc)
             await asyncio.sleep(3600)
 
     async def settle(self, timeout: float = 30.0) -> bool:
@@ -148,8 +156,9 @@ class SlackBot:
     async def close(self, drain_timeout: float = 30.0) -> None:
         """Stop taking work; finish what runs within `drain_timeout`; what is left stays in
         the journal (pending) for the next start or another replica."""
-        if self.scheduler is not None:
-            self.scheduler.stop()
+        for scheduler in (self.scheduler, self.reminder_scheduler):
+            if scheduler is not None:
+                scheduler.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

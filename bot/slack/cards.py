@@ -19,6 +19,7 @@ from slack_sdk.models.blocks import (
     ButtonElement,
     ConfirmObject,
     ContextBlock,
+    MarkdownBlock,
     MarkdownTextObject,
     SectionBlock,
 )
@@ -30,6 +31,7 @@ MAX_SECTION_TEXT = 3000
 MAX_FIELD_TEXT = 2000
 MAX_CONTEXT_TEXT = 3000
 MAX_MESSAGE_TEXT = 40_000
+MAX_MARKDOWN = 12_000  # all markdown blocks of one message together
 MAX_ROWS = 20
 BODY_PREVIEW = 600
 
@@ -79,14 +81,15 @@ def title(category: str | None) -> str:
 # validation
 
 
-def validate_message(blocks: Sequence[Block | dict[str, Any]], text: str) -> list[dict[str, Any]]:
+def validate_message(blocks: Sequence[Block | dict[str, Any]], text: str, *,
+                     max_blocks: int = MAX_BLOCKS) -> list[dict[str, Any]]:
     """Return the blocks as dicts if Slack would accept them, else raise MessageInvalid."""
     if not text or not text.strip():
         raise MessageInvalid("the fallback text is empty")
     if len(text) > MAX_MESSAGE_TEXT:
         raise MessageInvalid(f"the fallback text has {len(text)} characters (max {MAX_MESSAGE_TEXT})")
-    if len(blocks) > MAX_BLOCKS:
-        raise MessageInvalid(f"{len(blocks)} blocks (max {MAX_BLOCKS} per message)")
+    if len(blocks) > max_blocks:
+        raise MessageInvalid(f"{len(blocks)} blocks (max {max_blocks})")
     out: list[dict[str, Any]] = []
     block_ids: set[str] = set()
     for i, raw in enumerate(blocks):
@@ -165,6 +168,12 @@ def text_sections(text: str) -> list[Block]:
     return [section(c) for c in chunks if c.strip()]
 
 
+def prose(text: str) -> MarkdownBlock:
+    """The model's prose as a `markdown` block: **bold**, [links](url), lists and code render
+    as written (mrkdwn sections show them literally). `text` comes escaped."""
+    return MarkdownBlock(text=clip(text.strip(), MAX_MARKDOWN))
+
+
 def _field_text(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
@@ -206,7 +215,11 @@ def move_buttons(entry_id: str, current: str | None, *, suffix: str = "") -> Act
     return ActionsBlock(elements=buttons, block_id=f"move-{entry_id}{suffix}")
 
 
-def capture_blocks(data: dict[str, Any], *, suffix: str = "") -> list[Block]:
+THREAD_HINT = "reply in thread to correct (e.g. `fix: people`)"
+
+
+def capture_blocks(data: dict[str, Any], *, suffix: str = "",
+                   hint: str | None = THREAD_HINT) -> list[Block]:
     """The receipt of a filed note: where it went, key fields, confidence, correction buttons."""
     entry_id = str(data.get("id") or "")
     category = data.get("category")
@@ -226,7 +239,8 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "") -> list[Block]:
         info.append(f"confidence {float(data['confidence']):.2f}")
     if data.get("path"):
         info.append(f"`{escape(str(data['path']))}`")
-    info.append("reply in thread to correct (e.g. `fix: people`)")
+    if hint:
+        info.append(hint)
     blocks.append(context(" · ".join(info), block_id=f"conf-{entry_id}{suffix}"))
     if entry_id:
         blocks.append(move_buttons(entry_id, category, suffix=suffix))
@@ -355,7 +369,7 @@ def turn_message(result: Any) -> SlackMessage:
         for ex in result.executions)
     blocks: list[Block] = []
     if reply and reply not in summaries and not only_cards:
-        blocks.extend(text_sections(escape(reply)))
+        blocks.append(prose(escape(reply)))
     for card in cards.values():
         blocks.extend(card)
     runs = runs_context(result.executions)

@@ -7,6 +7,7 @@ to (one person's conversation in one thread: turns run in order there, across re
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.jobs import JobQueue
+from storage.types import CATEGORIES
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +38,30 @@ def strip_mentions(text: str) -> str:
     return " ".join(MENTION.sub(" ", text).split())
 
 
-def permalink(channel: str, ts: str) -> str:
+def permalink(channel: str, ts: str, thread_ts: str | None = None) -> str:
     """Slack's archive link form, built locally (no chat.getPermalink call, no extra scope)."""
-    return f"https://slack.com/archives/{channel}/p{ts.replace('.', '')}"
+    link = f"https://slack.com/archives/{channel}/p{ts.replace('.', '')}"
+    if thread_ts and thread_ts != ts:
+        link += f"?thread_ts={thread_ts}&cid={channel}"
+    return link
+
+
+_SLACK_MARKUP = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
+
+
+def plain_text(text: str) -> str:
+    """A message's text with Slack's markup read: <@U1> -> @U1, <#C1|general> -> #general,
+    <https://x|label> -> label (https://x), <!here> -> @here; &amp; &lt; &gt; decoded."""
+    def one(match: re.Match[str]) -> str:
+        target, label = match.group(1), match.group(2)
+        if target.startswith(("@", "#")):
+            return f"{target[0]}{label}" if label else target
+        if target.startswith("!"):
+            name = target[1:].split("^", 1)[0]
+            return "@" + (label or name).lstrip("@")
+        return f"{label} ({target})" if label and label != target else target
+    out = _SLACK_MARKUP.sub(one, text)
+    return out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,7 @@ def turn_spec(body: dict[str, Any], event: dict[str, Any], text: str) -> JobSpec
 
 
 def button_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
+    """A button on a message (a card in a thread, an ephemeral card, a reminder)."""
     container = body.get("container") or {}
     message = body.get("message") or {}
     user = (body.get("user") or {}).get("id") or ""
@@ -80,12 +104,76 @@ def button_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
     thread_ts = message.get("thread_ts") or container.get("thread_ts") or message_ts
     press = {"user": user, "channel": channel, "message_ts": message_ts,
              "thread_ts": thread_ts, "action_id": action.get("action_id") or "",
-             "value": action.get("value") or ""}
+             "value": action.get("value") or "",
+             # an ephemeral card cannot be chat.update'd: its response_url replaces it
+             "ephemeral": bool(container.get("is_ephemeral")),
+             "response_url": body.get("response_url")}
     _need(press, "user", "channel", "message_ts", "action_id")
     trigger = body.get("trigger_id") or f"{message_ts}:{action.get('action_ts')}"
     return JobSpec(key=f"action:{user}:{trigger}:{press['action_id']}", kind="button",
                    user=user, lane=conversation_key(channel, thread_ts, user),
                    payload={"press": press})
+
+
+def home_action_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
+    """A button or a select on the App Home: acts for the person whose Home it is."""
+    user = (body.get("user") or {}).get("id") or ""
+    action_id = action.get("action_id") or ""
+    value = action.get("value") or (action.get("selected_option") or {}).get("value") or ""
+    _need({"user": user, "action_id": action_id, "value": value}, "user", "action_id", "value")
+    trigger = body.get("trigger_id") or action.get("action_ts") or value
+    return JobSpec(key=f"action:{user}:{trigger}:{action_id}", kind="home_action", user=user,
+                   lane=f"home:{user}",
+                   payload={"user": user, "action_id": action_id, "value": value})
+
+
+def save_spec(body: dict[str, Any]) -> JobSpec:
+    """The Save-to-brain message shortcut: the message comes with the request."""
+    user = (body.get("user") or {}).get("id") or ""
+    channel = (body.get("channel") or {}).get("id") or ""
+    message = body.get("message") or {}
+    ts = message.get("ts") or body.get("message_ts") or ""
+    _need({"user": user, "channel": channel, "ts": ts, "trigger": body.get("trigger_id")},
+          "user", "channel", "ts", "trigger")
+    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind="save", user=user,
+                   lane=f"save:{user}",
+                   payload={"via": "shortcut", "user": user, "channel": channel,
+                            "message_ts": ts, "thread_ts": message.get("thread_ts"),
+                            "text": str(message.get("text") or ""),
+                            "author": message.get("user") or message.get("username"),
+                            "response_url": body.get("response_url")})
+
+
+def reaction_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
+    """The capture reaction: the worker fetches the message (the event names it only)."""
+    item = event.get("item") or {}
+    spec = {"user": event.get("user"), "channel": item.get("channel"), "ts": item.get("ts"),
+            "event_id": body.get("event_id")}
+    _need(spec, "user", "channel", "ts", "event_id")
+    user = str(spec["user"])
+    return JobSpec(key=f"event:{spec['event_id']}", kind="save", user=user,
+                   lane=f"save:{user}",
+                   payload={"via": "reaction", "user": user, "channel": spec["channel"],
+                            "message_ts": spec["ts"], "author": event.get("item_user")})
+
+
+def home_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
+    _need(event, "user")
+    _need(body, "event_id")
+    user = event["user"]
+    return JobSpec(key=f"event:{body['event_id']}", kind="home", user=user,
+                   lane=f"home:{user}", payload={"user": user})
+
+
+def assistant_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
+    """The assistant panel opened a thread: it gets the suggested prompts."""
+    thread = event.get("assistant_thread") or {}
+    _need(thread, "user_id", "channel_id", "thread_ts")
+    _need(body, "event_id")
+    user, channel, thread_ts = thread["user_id"], thread["channel_id"], thread["thread_ts"]
+    return JobSpec(key=f"event:{body['event_id']}", kind="thread_started", user=user,
+                   lane=conversation_key(channel, thread_ts, user),
+                   payload={"user": user, "channel": channel, "thread_ts": thread_ts})
 
 
 def command_spec(command: dict[str, Any], request: dict[str, Any]) -> JobSpec:
@@ -99,6 +187,21 @@ def command_spec(command: dict[str, Any], request: dict[str, Any]) -> JobSpec:
 
 class IntakeFailed(Exception):
     """The journal could not record a request: Slack must get an error and deliver again."""
+
+
+def parse_button_value(value: str) -> tuple[str, str | None]:
+    """(entry id, target category) from a button's value; ValueError when malformed."""
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError("the button value is not JSON") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("entry_id"), str) \
+            or not data["entry_id"]:
+        raise ValueError("the button names no note")
+    target = data.get("to")
+    if target is not None and target not in CATEGORIES:
+        raise ValueError(f"unknown category {str(target)[:30]!r}")
+    return data["entry_id"], target
 
 
 class Intake:

@@ -1,5 +1,10 @@
 """Bolt listeners: they decide what a request is and record it as a job; nothing more.
 
+Entry points: DMs, mentions and threads the bot is in; the card's buttons; `/digest`; the
+Save-to-brain message shortcut; the capture reaction; the App Home (opened, its buttons and
+selects); reminders' buttons; the assistant panel (bot.slack.assistant). `app_uninstalled`
+and `tokens_revoked` are recorded through the Brain at once (they cause no Slack work).
+
 The app runs with `process_before_response=True`, so Slack's ack goes out only after the
 listener returned, that is after the job is committed: an acknowledged request is never lost.
 The work itself runs in the worker (bot.slack.work). Requests we do not act on are acked and
@@ -11,13 +16,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
 from bot.digest import parse_digest_request
+from bot.slack import assistant
 from bot.slack.cards import MOVE_ACTION_PREFIX, UNDO_ACTION
+from bot.slack.home_view import HOME_PREFIX
 from bot.slack.intake import (
     USER_SUBTYPES,
     Intake,
@@ -25,10 +32,15 @@ from bot.slack.intake import (
     Missing,
     button_spec,
     command_spec,
+    home_action_spec,
+    home_spec,
     is_from_a_bot,
+    reaction_spec,
+    save_spec,
     strip_mentions,
     turn_spec,
 )
+from bot.slack.reminder_work import ACTIONS as REMINDER_ACTIONS
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +48,11 @@ Ack = Callable[..., Awaitable[Any]]
 ThreadKnown = Callable[[str, str], Awaitable[bool]]
 
 
-def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown) -> None:
+SAVE_SHORTCUT = "save_to_brain"  # the message shortcut's callback_id (manifest.yml)
+
+
+def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
+             reaction: str = "brain", accounts: Any = None) -> None:
     async def take(make: Callable[[], JobSpec], what: str) -> bool:
         try:
             spec = make()
@@ -75,11 +91,66 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown) -> None:
             await take(lambda: turn_spec(body, event, text), "mention")
 
     async def on_button(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await take(lambda: button_spec(body, action), "button press")
+        if (body.get("container") or {}).get("type") == "view":  # the same buttons on Home
+            await take(lambda: home_action_spec(body, action), "App Home button")
+        else:
+            await take(lambda: button_spec(body, action), "button press")
         await ack()
 
     app.action(re.compile(rf"^{re.escape(MOVE_ACTION_PREFIX)}"))(on_button)
     app.action(UNDO_ACTION)(on_button)
+
+    @app.action(re.compile(rf"^{re.escape(HOME_PREFIX)}"))
+    async def on_home_control(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await take(lambda: home_action_spec(body, action), "App Home control")
+        await ack()
+
+    @app.action(re.compile("^(" + "|".join(REMINDER_ACTIONS) + ")$"))
+    async def on_reminder(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        def spec() -> JobSpec:
+            press = button_spec(body, action)
+            return replace(press, kind="reminder_button", lane=f"reminder:{press.user}")
+        await take(spec, "reminder button")
+        await ack()
+
+    @app.message_shortcut(SAVE_SHORTCUT)
+    async def on_save(ack: Ack, body: dict[str, Any]) -> None:
+        await take(lambda: save_spec(body), "Save to brain")
+        await ack()
+
+    @app.event("reaction_added")
+    async def on_reaction(event: dict[str, Any], body: dict[str, Any], context: Any) -> None:
+        item = event.get("item") or {}
+        if event.get("reaction") != reaction or item.get("type") != "message":
+            return
+        if context.bot_user_id and event.get("item_user") == context.bot_user_id:
+            return  # the bot's own reply: already the brain's words
+        await take(lambda: reaction_spec(body, event), "capture reaction")
+
+    @app.event("app_home_opened")
+    async def on_home(event: dict[str, Any], body: dict[str, Any]) -> None:
+        if event.get("tab") == "home":
+            await take(lambda: home_spec(body, event), "App Home")
+
+    assistant.register(app, take, log)
+
+    @app.event("app_uninstalled")
+    async def on_uninstalled(body: dict[str, Any]) -> None:
+        log.warning("app_uninstalled from %s", body.get("team_id"))
+        if accounts is not None:
+            await accounts.uninstalled(str(body.get("team_id") or "unknown"))
+
+    @app.event("tokens_revoked")
+    async def on_revoked(event: dict[str, Any], body: dict[str, Any]) -> None:
+        tokens = event.get("tokens") or {}
+        users = [str(u) for u in tokens.get("oauth") or [] if u]
+        log.warning("tokens_revoked in %s: %d user token(s), %d bot token(s)",
+                    body.get("team_id"), len(users), len(tokens.get("bot") or []))
+        if accounts is None:
+            return
+        if tokens.get("bot"):  # the bot's own token: nothing can reach Slack any more
+            await accounts.uninstalled(str(body.get("team_id") or "unknown"))
+        await accounts.revoked(users)
 
     @app.command("/digest")
     async def on_digest(ack: Ack, command: dict[str, Any]) -> None:

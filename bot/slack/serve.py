@@ -73,25 +73,30 @@ async def _unless_stopped(stop: asyncio.Event, work: Awaitable[T]) -> T:
     raise Stopped
 
 
-async def _check_tokens(settings: Settings, app_token: str | None) -> None:
+async def _check_tokens(settings: Settings, app_token: str | None) -> bool:
     """auth.test for the bot token; apps.connections.open for the app token (Socket Mode).
-    A refused token is a ServeError naming it; a network failure only a warning."""
+    A refused token is a ServeError naming it; a network failure only a warning. True when
+    Slack accepted the bot token (so the app is installed)."""
     client = make_client(settings)
     checks: list[tuple[str, Any]] = [("SLACK_BOT_TOKEN", client.auth_test())]
     if app_token:
         app_client = make_client(settings, token=app_token)
         checks.append(("SLACK_APP_TOKEN", app_client.apps_connections_open(app_token=app_token)))
+    accepted = True
     for name, call in checks:
         try:
             await call
         except SlackApiError as exc:
+            accepted = False
             if error_code(exc) in REFUSED:
                 raise ServeError(f"cannot start: Slack refused {name} ({error_code(exc)}). "
                                  "Copy it again from the app's settings; `brain doctor` "
                                  "checks it.") from None
             log.warning("checking %s: %s", name, error_code(exc))
         except SlackClientError as exc:
+            accepted = False
             log.warning("could not check %s (Slack unreachable?): %s", name, exc)
+    return accepted
 
 
 async def _start_site(webapp: web.Application, host: str, port: int) -> web.AppRunner:
@@ -139,11 +144,13 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
     check_serve_settings(settings, http=http)
     stop = _stop_event()
     try:
-        await _unless_stopped(stop, _check_tokens(settings, None if http
-                                                  else settings.slack_app_token))
+        accepted = await _unless_stopped(stop, _check_tokens(
+            settings, None if http else settings.slack_app_token))
         brain = await _unless_stopped(stop, Brain.start(settings))
     except Stopped:
         return
+    if accepted:  # the token works: an earlier uninstall is over
+        await brain.accounts.installed()
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds))
     try:

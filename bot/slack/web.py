@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 RATE_LIMIT_RETRIES = 2
 REPLY_EVENT = "brain_reply"  # message metadata event_type of the bot's replies
-PROGRESS_REACTION = "hourglass_flowing_sand"
+THINKING = "is thinking…"  # the status shown under the thread while a turn runs
 # Errors a retry cannot fix: the job ends (logged) instead of running again.
 PERMANENT = frozenset({"channel_not_found", "not_in_channel", "is_archived", "msg_too_long",
                        "invalid_blocks", "no_text", "user_not_found", "account_inactive",
@@ -129,34 +129,85 @@ async def update(client: AsyncWebClient, channel: str, ts: str, msg: SlackMessag
 
 
 async def ephemeral(client: AsyncWebClient, channel: str, user: str, text: str,
-                    thread_ts: str | None = None, *, escape: bool = True) -> None:
-    """A message only `user` sees. `text` is escaped unless the bot built it (a mention)."""
+                    thread_ts: str | None = None, *, escape: bool = True,
+                    msg: SlackMessage | None = None) -> bool:
+    """A message only `user` sees (`text`, or the card `msg`). `text` is escaped unless the
+    bot built it (a mention). False when Slack refused it."""
     try:
         kwargs: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
-        shown = cards.escape(text) if escape else text
-        msg = cards.message([cards.section(shown)], shown)
+        if msg is None:
+            shown = cards.escape(text) if escape else text
+            msg = cards.message([cards.section(shown)], shown)
         await client.chat_postEphemeral(channel=channel, user=user, text=msg.text,
                                         blocks=msg.blocks, **kwargs)
+        return True
     except SlackClientError as exc:
         log.error("chat.postEphemeral failed (ref %s) for %s: %s", cards.new_ref(), user,
                   error_code(exc))
+        return False
 
 
-async def react(client: AsyncWebClient, method: str, channel: str, ts: str) -> None:
-    """The progress reaction is a nicety: failures are logged and the turn goes on."""
+async def set_status(client: AsyncWebClient, channel: str, thread_ts: str,
+                     status: str) -> None:
+    """Slack's own "is thinking…" under the thread while the loop runs ("" clears it; a reply
+    in the thread clears it too). A nicety: failures are logged and the turn goes on."""
     try:
-        await getattr(client, method)(channel=channel, timestamp=ts, name=PROGRESS_REACTION)
+        await client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts,
+                                                 status=status)
     except SlackClientError as exc:
-        log.warning("%s failed on %s/%s: %s", method.replace("_", "."), channel, ts,
+        log.warning("assistant.threads.setStatus failed on %s/%s: %s", channel, thread_ts,
                     error_code(exc))
 
 
-async def respond(response_url: str, msg: SlackMessage) -> bool:
-    """Private answer through a command's response_url; False when it did not arrive."""
+async def fetch_message(client: AsyncWebClient, channel: str, ts: str) -> dict[str, Any] | None:
+    """One message by its ts: from the channel's history, else from the thread it is in.
+    None when it is not there (deleted); raises when Slack cannot be asked (retry)."""
+    resp = await client.conversations_history(channel=channel, latest=ts, inclusive=True,
+                                              limit=1)
+    for message in resp.get("messages") or []:
+        if message.get("ts") == ts:
+            return dict(message)
+    resp = await client.conversations_replies(channel=channel, ts=ts, oldest=ts,
+                                              inclusive=True, limit=10)
+    for message in resp.get("messages") or []:
+        if message.get("ts") == ts:
+            return dict(message)
+    return None
+
+
+async def user_name(client: AsyncWebClient, user_id: str) -> str:
+    """How Slack shows a person (display name, else real name), or their id."""
+    try:
+        info = await client.users_info(user=user_id)
+    except SlackClientError as exc:
+        log.warning("users.info for %s failed: %s", user_id, error_code(exc))
+        return user_id
+    user = info.get("user") or {}
+    profile = user.get("profile") or {}
+    for name in (profile.get("display_name"), profile.get("real_name"), user.get("real_name"),
+                 user.get("name")):
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    return user_id
+
+
+async def open_dm(client: AsyncWebClient, user_id: str) -> str:
+    """The id of the bot's DM with `user_id` (conversations.open); raises on failure."""
+    resp = await client.conversations_open(users=user_id)
+    channel = (resp.get("channel") or {}).get("id")
+    if not channel:
+        raise RuntimeError("conversations.open returned no channel")
+    return str(channel)
+
+
+async def respond(response_url: str, msg: SlackMessage, *, replace: bool = False) -> bool:
+    """Private answer through a response_url (a command's, a shortcut's, an ephemeral card's
+    button: `replace` updates that card); False when it did not arrive."""
     hook = AsyncWebhookClient(response_url)
     hook.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     try:
-        resp = await hook.send(text=msg.text, blocks=msg.blocks, response_type="ephemeral")
+        resp = await hook.send(text=msg.text, blocks=msg.blocks, response_type="ephemeral",
+                               replace_original=replace or None)
     except Exception as exc:  # aiohttp/network errors: logged, not silent
         log.error("response_url post failed (ref %s): %s", cards.new_ref(), exc)
         return False

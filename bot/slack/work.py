@@ -1,23 +1,29 @@
 """The work a Slack job does, run by the worker after the ack: a turn, a button press, a
-`/digest`. Each handler reads everything it needs from the job's payload (so any process can
-run it) and records each effect as it makes it (so a job that runs again does not repeat it).
+`/digest`, an assistant thread opened; the other entry points' work (saves, the App Home,
+reminders) lives beside this module and is gathered here. Each handler reads everything it
+needs from the job's payload (so any process can run it) and records each effect as it makes
+it (so a job that runs again does not repeat it).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
+from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext
 from bot.slack import cards, web
-from bot.slack.intake import conversation_key, permalink
+from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
+from bot.slack.capture_work import SaveWork
+from bot.slack.home_work import HomeWork
+from bot.slack.intake import conversation_key, parse_button_value, permalink
+from bot.slack.reminder_work import ReminderWork
+from bot.turns import KEEPING_TOOLS
 from storage.errors import StorageError  # the Brain's expected failures reach adapters as these
-from storage.types import CATEGORIES
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +33,14 @@ class SlackWork:
         self.brain = brain
         self.client = client
         self.settings = settings
+        self.home = HomeWork(brain, client, settings, self.user_tz)
+        self.saves = SaveWork(brain, client, settings, self.home.refresh)
+        self.reminders = ReminderWork(brain, client, self.home.refresh)
 
     def handlers(self) -> dict[str, Handler]:
-        return {"turn": self.turn, "button": self.button, "digest": self.digest}
+        return {"turn": self.turn, "button": self.button, "digest": self.digest,
+                "thread_started": self.thread_started, **self.saves.handlers(),
+                **self.home.handlers(), **self.reminders.handlers()}
 
     # -- a message -------------------------------------------------------------------------
 
@@ -44,19 +55,41 @@ class SlackWork:
             await web.post_once(self.client, job, channel, thread_ts, msg)
             return
         if "reply_ts" not in job.result:
-            await web.react(self.client, "reactions_add", channel, ts)
+            await self.brain.accounts.resumed(user)  # writing to the bot ends a pause
+            await web.set_status(self.client, channel, thread_ts, web.THINKING)
         result = await self.brain.handle(
             conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
             text=p["text"], source=permalink(channel, ts), channel=channel,
             thread_ts=thread_ts, job=job.job)
         posted = await web.post_once(self.client, job, channel, thread_ts,
                                      cards.turn_message(result))
-        await web.react(self.client, "reactions_remove", channel, ts)
+        if not posted:  # a reply clears the status; without one, clear it here
+            await web.set_status(self.client, channel, thread_ts, "")
         if posted and not job.result.get("linked"):
             for ch, card_ts, data, text in await self.brain.shown_at(result, channel, posted):
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
             await job.remember(linked=True)
+        if any(e.status == "ok" and e.tool in KEEPING_TOOLS for e in result.executions):
+            await self.home.refresh(user)  # the turn changed a note: an open Home shows it
+
+    # -- the assistant panel opened a thread -------------------------------------------------
+
+    async def thread_started(self, job: JobContext) -> None:
+        """Slack's AI-app panel: the new thread gets the suggested prompts."""
+        if job.result.get("prompted"):
+            return
+        p = job.job.payload
+        try:
+            await self.client.assistant_threads_setSuggestedPrompts(
+                channel_id=p["channel"], thread_ts=p["thread_ts"], title=PROMPTS_TITLE,
+                prompts=SUGGESTED_PROMPTS)
+        except SlackClientError as exc:
+            log.warning("assistant.threads.setSuggestedPrompts failed on %s/%s: %s",
+                        p["channel"], p["thread_ts"], web.error_code(exc))
+            if not web.permanent(exc):
+                raise
+        await job.remember(prompted=True)
 
     # -- a button on a card ------------------------------------------------------------------
 
@@ -93,8 +126,16 @@ class SlackWork:
             await self._tell(press, f"Couldn't move it: {exc.message}")
             return
         text = f"Moved to {cards.title(result.category)}: {result.entry.name}"
-        await web.update(self.client, press["channel"], press["message_ts"],
-                         cards.message(cards.moved_blocks(result.to_dict()), cards.escape(text)))
+        await self._show(press, cards.message(cards.moved_blocks(result.to_dict()),
+                                              cards.escape(text)))
+        await self.home.refresh(press["user"])
+
+    async def _show(self, press: dict[str, Any], msg: cards.SlackMessage) -> None:
+        """The pressed card, updated in place (an ephemeral one through its response_url)."""
+        if press.get("ephemeral") and press.get("response_url"):
+            await web.respond(press["response_url"], msg, replace=True)
+        else:
+            await web.update(self.client, press["channel"], press["message_ts"], msg)
 
     async def _undo(self, job: JobContext, press: dict[str, Any], entry_id: str,
                     key: str) -> None:
@@ -110,9 +151,9 @@ class SlackWork:
                 await self._tell(press, f"Couldn't undo it: {exc.message}")
                 return
             await job.remember(trashed=path, name=name)
-        await web.update(self.client, press["channel"], press["message_ts"],
-                         cards.message(cards.trashed_blocks(str(name), str(path)),
-                                       cards.escape(f"Undone: {name} moved to the trash")))
+        await self._show(press, cards.message(cards.trashed_blocks(str(name), str(path)),
+                                              cards.escape(f"Undone: {name} moved to the trash")))
+        await self.home.refresh(press["user"])
 
     async def _tell(self, press: dict[str, Any], text: str, *, escape: bool = True) -> None:
         await web.ephemeral(self.client, press["channel"], press["user"], text,
@@ -137,6 +178,8 @@ class SlackWork:
         if not await web.respond(p["response_url"], msg):
             raise RuntimeError("the answer did not reach the response_url")
         await job.remember(responded=True)
+        if request.changes_settings:
+            await self.home.refresh(user)
 
     async def user_tz(self, user_id: str) -> str | None:
         """The user's Slack time zone (users.info), for scheduling in their own morning."""
@@ -150,6 +193,9 @@ class SlackWork:
 
     async def deliver_digest(self, sub: Any, slot: Any) -> None:
         """A scheduled digest, as a DM (a user id as the channel opens the bot's DM)."""
+        if await self.brain.accounts.stopped_for(sub.user_id):
+            log.info("digest for %s not sent: the app or the user is paused", sub.user_id)
+            return
         digest = await self.brain.digest(user_id=sub.user_id, kind=sub.kind,
                                          today=slot.date(), tz=sub.tz)
         msg = cards.digest_message(digest)
@@ -168,28 +214,15 @@ class SlackWork:
         if job.job.kind == "turn":
             if "reply_ts" not in job.result:
                 await web.post_once(self.client, job, p["channel"], p["thread_ts"], msg)
-            await web.react(self.client, "reactions_remove", p["channel"], p["ts"])
+            await web.set_status(self.client, p["channel"], p["thread_ts"], "")
+        elif job.job.kind == "save":
+            await self.saves.give_up(job, msg)
         elif job.job.kind == "digest":
             await web.respond(p["response_url"], msg)
-        elif job.job.kind == "button":
+        elif job.job.kind in ("button", "reminder_button"):
             press = p["press"]
             await web.ephemeral(self.client, press["channel"], press["user"], msg.text,
                                 press.get("thread_ts"))
-
-
-def parse_button_value(value: str) -> tuple[str, str | None]:
-    """(entry id, target category) from a button's value; ValueError when malformed."""
-    try:
-        data = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise ValueError("the button value is not JSON") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("entry_id"), str) \
-            or not data["entry_id"]:
-        raise ValueError("the button names no note")
-    target = data.get("to")
-    if target is not None and target not in CATEGORIES:
-        raise ValueError(f"unknown category {str(target)[:30]!r}")
-    return data["entry_id"], target
 
 
 def _receipt_name(receipt: Any) -> str:

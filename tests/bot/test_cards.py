@@ -122,10 +122,17 @@ def test_user_text_is_escaped_for_mrkdwn() -> None:
     assert "&lt;!channel&gt; &amp; &lt;@U1&gt;" in texts(msg.blocks)
 
 
-def test_long_reply_is_split_into_valid_sections() -> None:
-    msg = cards.turn_message(Turn("word " * 3000))
-    assert all(len(b["text"]["text"]) <= 3000 for b in msg.blocks if b["type"] == "section")
-    assert len(msg.blocks) >= 5
+def test_the_models_prose_is_a_markdown_block_so_bold_and_links_render() -> None:
+    msg = cards.turn_message(Turn("**Due this week:** see [the plan](https://example.com/p)"))
+    (prose,) = [b for b in msg.blocks if b["type"] == "markdown"]
+    assert prose["text"] == "**Due this week:** see [the plan](https://example.com/p)"
+
+
+def test_a_long_reply_is_one_markdown_block_within_slacks_limit() -> None:
+    msg = cards.turn_message(Turn("word " * 3000))  # 15,000 characters
+    (prose,) = [b for b in msg.blocks if b["type"] == "markdown"]
+    assert len(prose["text"]) == cards.MAX_MARKDOWN and prose["text"].endswith("…")
+    assert len(msg.text) >= 14_000  # the fallback text keeps it all (up to 40,000)
 
 
 # -- validate_message: the limits the SDK does not check ----------------------------------------

@@ -4,29 +4,39 @@
 
 Starts the fake Slack Web API (tests/e2e/fake_slack.py) and `brain serve --http` as a
 subprocess pointed at it (SLACK_API_URL, offline LLM, a temporary data directory), then sends
-signed requests built from the shared Slack fixtures and prints one line per check. Exits 1 if
-any check fails. Nothing here is pytest: it is what a person would do by hand.
+signed requests built from the shared Slack fixtures and prints one line per check: DMs,
+retries, buttons, `fix:`, `/digest`, signatures, bot messages; then the Save-to-brain shortcut,
+the capture reaction, the App Home, the assistant panel, a due-date reminder across restarts,
+tokens_revoked / app_uninstalled, and `brain export` / `brain forget` (tests/e2e/drive_checks.py).
+Exits 1 if any check fails. Nothing here is pytest: it is what a person would do by hand.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import aiohttp
-
 from bot.slack.cards import validate_message
+from tests.e2e.drive_checks import (
+    Server,
+    check,
+    check_assistant,
+    check_capture,
+    check_export_forget,
+    check_home,
+    check_lifecycle,
+    check_reminder_and_restarts,
+    quiet,
+    results,
+    wait_until,
+)
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import (
     DM,
     OTHER_USER,
-    SECRET,
     USER,
     SlackSender,
     button_press,
@@ -37,61 +47,37 @@ from tests.e2e.slack_harness import (
 )
 
 DM_TS = "1767261600.000100"
-results: list[tuple[bool, str]] = []
-
-
-def check(ok: bool, what: str) -> None:
-    results.append((ok, what))
-    print(f"{'PASS' if ok else 'FAIL'}  {what}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def wait_until(cond: Callable[[], bool], timeout: float = 15) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        await asyncio.sleep(0.05)
-    return cond()
-
-
-async def quiet(seconds: float = 1.0) -> None:
-    await asyncio.sleep(seconds)  # time for work that should NOT happen to show up
 
 
 async def main() -> int:
     fake = await FakeSlack().start()
+    fake.user_tz = "UTC"  # the server runs with TZ=UTC: "today" is the same day for both
     data = Path(tempfile.mkdtemp(prefix="brain-drive-"))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI_", "ANTHROPIC_", "BRAIN_", "SLACK_"))}
-    env.update(SLACK_BOT_TOKEN="xoxb-drive", SLACK_SIGNING_SECRET=SECRET,
-               SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(data), BRAIN_LLM="offline")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "serve", "--http", "--port", str(port), env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-    send = SlackSender(f"http://127.0.0.1:{port}")
+    server = Server(fake, data)
     vault = data / "vaults" / USER
+    send: SlackSender | None = None
     try:
-        for _ in range(300):
-            try:
-                await send.health()
-                break
-            except aiohttp.ClientError:
-                await asyncio.sleep(0.1)
+        send = await server.start()
         await run_checks(fake, send, vault)
-    finally:
+        await check_capture(fake, send, vault)
+        await check_home(fake, send)
+        await check_assistant(fake, send)
         await send.close()
-        proc.terminate()
-        await proc.wait()
+        await server.stop()
+        send = await check_reminder_and_restarts(fake, server)
+        await check_lifecycle(send, server)
+        await send.close()
+        send = None
+        await server.stop()
+        await check_export_forget(server, vault)
+        check_cards(fake)
+    finally:
+        if send is not None:
+            await send.close()
+        await server.stop()
         await fake.stop()
     failed = [what for ok, what in results if not ok]
-    print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed")
+    print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed (log: {server.log})")
     return 1 if failed else 0
 
 
@@ -164,6 +150,8 @@ async def run_checks(fake: FakeSlack, send: SlackSender, vault: Path) -> None:
     await quiet()
     check(len(fake.calls) == calls, "bot messages and edits are ignored (no Web API calls)")
 
+
+def check_cards(fake: FakeSlack) -> None:
     outgoing = [c for c in fake.calls if c.method in ("chat.postMessage", "chat.update",
                                                       "chat.postEphemeral")
                 or c.method.startswith("hook:")]

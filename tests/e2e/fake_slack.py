@@ -5,6 +5,10 @@ Serves `POST /api/<method>` the way slack.com/api does (JSON or form bodies, Bea
 ../shared/fixtures/slack/payloads/README.md. Failures can be scripted per method
 (`fail_next`), e.g. a 429 with Retry-After to exercise the client's retry handler.
 
+It keeps the channels' messages: those seeded with `seed_message` (what users wrote) and those
+the bot posts, so `conversations.history` / `conversations.replies` answer from them.
+`views.publish` keeps each user's Home (`homes`), refusing a view of more than 100 blocks.
+
 Run standalone for manual testing or benchmarks: `python -m tests.e2e.fake_slack --port 8901`.
 """
 
@@ -52,9 +56,10 @@ class FakeSlack:
         self._changed = asyncio.Event()
         self.port = 0
         self.delay = 0.0  # seconds added to every Web API answer (benchmarks)
-        # Messages in channels (posted by the bot, or seeded by a test), for
-        # conversations.history / conversations.replies.
-        self.messages: dict[str, list[dict[str, Any]]] = {}
+        self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> messages
+        self.homes: dict[str, dict[str, Any]] = {}  # user -> the Home view last published
+        self.names: dict[str, str] = {}  # user -> display name (users.info)
+        self.dm_of: dict[str, str] = {}  # user -> DM channel id (conversations.open)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -113,13 +118,14 @@ class FakeSlack:
                 await asyncio.wait_for(self._changed.wait(), timeout=min(left, 0.2))
         return self.calls_to(method)
 
-    def seed_message(self, channel: str, ts: str, text: str, user: str,
-                     thread_ts: str | None = None) -> None:
-        """A message as if someone had written it in `channel` (history and replies see it)."""
-        message = {"type": "message", "ts": ts, "text": text, "user": user}
+    def seed_message(self, channel: str, text: str, *, user: str, ts: str,
+                     thread_ts: str | None = None) -> dict[str, Any]:
+        """A message someone wrote in `channel` (what history/replies will return)."""
+        message: dict[str, Any] = {"type": "message", "user": user, "text": text, "ts": ts}
         if thread_ts:
             message["thread_ts"] = thread_ts
         self.messages.setdefault(channel, []).append(message)
+        return message
 
     def fail_next(self, method: str, *, status: int = 200, error: str = "internal_error",
                   headers: dict[str, str] | None = None, times: int = 1) -> None:
@@ -179,39 +185,54 @@ class FakeSlack:
             message = {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
                        "bot_id": BOT_ID, "ts": ts, "thread_ts": body.get("thread_ts")}
             metadata = body.get("metadata")
-            if isinstance(metadata, str):
+            if isinstance(metadata, str):  # a form post carries it as JSON text
                 metadata = json.loads(metadata)
             if metadata:
                 message["metadata"] = metadata
             self.messages.setdefault(str(body.get("channel")), []).append(message)
             return {"ok": True, "channel": body.get("channel"), "ts": ts, "message": message}
-        if method in ("conversations.replies", "conversations.history"):
-            return self._history(method, body)
+        if method in ("conversations.history", "conversations.replies"):
+            return self._read(method, body)
+        if method == "conversations.open":
+            user = str(body.get("users") or "")
+            channel = self.dm_of.get(user) or "D" + user[1:]
+            return {"ok": True, "channel": {"id": channel}}
+        if method == "views.publish":
+            view = body.get("view")
+            view = json.loads(view) if isinstance(view, str) else view
+            if not isinstance(view, dict) or not 0 < len(view.get("blocks") or []) <= 100:
+                return {"ok": False, "error": "invalid_arguments"}
+            self.homes[str(body.get("user_id"))] = view
+            return {"ok": True, "view": {"id": "V0SBHOME1", **view}}
         if method == "chat.update":
             return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
                     "text": body.get("text")}
         if method == "users.info":
-            return {"ok": True, "user": {"id": body.get("user"), "name": "alex",
-                                         "tz": self.user_tz, "tz_offset": 32400}}
+            name = self.names.get(str(body.get("user")), "alex")
+            return {"ok": True, "user": {"id": body.get("user"), "name": name.lower(),
+                                         "tz": self.user_tz, "tz_offset": 32400,
+                                         "profile": {"display_name": name, "real_name": name}}}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}
         return {"ok": True}
 
-    def _history(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
-        channel = str(body.get("channel"))
-        if channel not in self.messages:
-            return {"ok": False, "error": "channel_not_found"}
-        every = self.messages[channel]
-        with_meta = str(body.get("include_all_metadata")).lower() in ("1", "true")
-        if method == "conversations.replies":
-            root = str(body.get("ts"))
-            found = [m for m in every if m["ts"] == root or m.get("thread_ts") == root]
+    def _read(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        """History (newest first, up to `latest`) or one thread (oldest first)."""
+        found = self.messages.get(str(body.get("channel")), [])
+        latest = str(body.get("latest") or "9999999999.999999")
+        oldest = str(body.get("oldest") or "0")
+        inclusive = str(body.get("inclusive")).lower() in ("1", "true")
+        limit = int(body.get("limit") or 100)
+        if method == "conversations.history":
+            rows = [m for m in found if not m.get("thread_ts") or m["thread_ts"] == m["ts"]]
         else:
-            found = [m for m in every if not m.get("thread_ts") or m["thread_ts"] == m["ts"]]
-            found = sorted(found, key=lambda m: m["ts"], reverse=True)
-        out = [m if with_meta else {k: v for k, v in m.items() if k != "metadata"}
-               for m in found]
-        return {"ok": True, "messages": out, "has_more": False}
+            ts = str(body.get("ts"))
+            root = next((m.get("thread_ts") or m["ts"] for m in found if m["ts"] == ts), ts)
+            rows = [m for m in found if m["ts"] == root or m.get("thread_ts") == root]
+        rows = [m for m in rows if (oldest < m["ts"] < latest)
+                or (inclusive and m["ts"] in (latest, oldest))]
+        rows.sort(key=lambda m: m["ts"], reverse=method == "conversations.history")
+        return {"ok": True, "messages": rows[:limit], "has_more": len(rows) > limit}
 
     async def _hook(self, request: web.Request) -> web.Response:
         body = await self._body(request)

@@ -53,10 +53,16 @@ def message_event(text: str, *, ts: str, event_id: str, user: str = USER, channe
 
 def button_press(entry_id: str, to: str, *, user: str, channel: str, message_ts: str,
                  thread_ts: str, response_url: str, action_id: str | None = None,
-                 ) -> dict[str, Any]:
-    """The block_actions fixture, pointing at a real note and card."""
+                 value: str | None = None, ephemeral: bool = False,
+                 trigger: str | None = None) -> dict[str, Any]:
+    """The block_actions fixture, pointing at a real note and card (an ephemeral one too)."""
     body = copy.deepcopy(payload("block_actions_button.json"))
-    value = json.dumps({"entry_id": entry_id, "to": to} if to else {"entry_id": entry_id})
+    if value is None:
+        value = json.dumps({"entry_id": entry_id, "to": to} if to else {"entry_id": entry_id})
+    if ephemeral:
+        body["container"]["is_ephemeral"] = True
+    if trigger:
+        body["trigger_id"] = trigger
     action = body["actions"][0]
     action.update(action_id=action_id or f"move_entry:{to}", value=value,
                   block_id=f"move-{entry_id}")
@@ -66,6 +72,56 @@ def button_press(entry_id: str, to: str, *, user: str, channel: str, message_ts:
     body["message"].update(ts=message_ts, thread_ts=thread_ts)
     body["response_url"] = response_url
     return body
+
+
+AUTHOR = "U0SBOTHER"  # who wrote the message that is saved or reacted to
+SAVED_TS = "1767261900.000400"  # that message's ts in CHANNEL
+SAVED_TEXT = ("Dana says the vendor contract renewal is due on the 30th; legal wants the "
+              "redlines first")
+
+
+def save_shortcut(*, trigger: str, response_url: str, user: str = USER) -> dict[str, Any]:
+    """The Save-to-brain message shortcut on AUTHOR's message in CHANNEL."""
+    body = copy.deepcopy(payload("message_action_save_to_brain.json"))
+    body["trigger_id"] = trigger
+    body["response_url"] = response_url
+    body["user"]["id"] = user
+    return body
+
+
+def reaction_added(*, event_id: str, user: str = USER, reaction: str = "brain",
+                   channel: str = CHANNEL, ts: str = SAVED_TS) -> dict[str, Any]:
+    body = copy.deepcopy(payload("event_callback_reaction_added.json"))
+    body["event_id"] = event_id
+    body["event"].update(user=user, reaction=reaction)
+    body["event"]["item"].update(channel=channel, ts=ts)
+    return body
+
+
+def home_opened(*, event_id: str, user: str = USER) -> dict[str, Any]:
+    body = copy.deepcopy(payload("event_callback_app_home_opened.json"))
+    body["event_id"] = event_id
+    body["event"]["user"] = user
+    return body
+
+
+def home_press(action_id: str, value: str, *, trigger: str, user: str = USER,
+               select: bool = False) -> dict[str, Any]:
+    """A press on the App Home: a button (`value`) or a static select (`selected_option`)."""
+    action: dict[str, Any] = {"action_id": action_id, "block_id": "home",
+                              "action_ts": "1767262500.000100"}
+    if select:
+        action.update(type="static_select",
+                      selected_option={"text": {"type": "plain_text", "text": value},
+                                       "value": value})
+    else:
+        action.update(type="button", value=value, text={"type": "plain_text", "text": "x"})
+    return {"type": "block_actions", "user": {"id": user, "username": "alex",
+                                              "team_id": "T0SB00001"},
+            "api_app_id": "A0SB00001", "token": "deprecated-verification-token",
+            "container": {"type": "view", "view_id": "V0SBHOME1"}, "trigger_id": trigger,
+            "team": {"id": "T0SB00001", "domain": "example"}, "is_enterprise_install": False,
+            "view": {"id": "V0SBHOME1", "type": "home", "blocks": []}, "actions": [action]}
 
 
 def signed_headers(raw: str, content_type: str, *, secret: str = SECRET,

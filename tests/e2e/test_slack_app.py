@@ -7,26 +7,20 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from aiohttp.test_utils import TestServer
 
-from bot.config import Settings
-from bot.slack.cards import validate_message
 from storage import repositories
-from tests.databases import database_env
+from tests.e2e.bot_harness import DM_TS, Harness, make_settings, posted_ts
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import (
     CHANNEL,
     DM,
     OTHER_USER,
-    SECRET,
     USER,
     SlackSender,
     button_press,
@@ -39,74 +33,6 @@ from tests.e2e.slack_harness import (
 brain_module = pytest.importorskip("bot.brain", reason="bot.brain not importable yet")
 app_module = pytest.importorskip("bot.slack.app")
 
-DM_TS = "1767261600.000100"
-
-
-@dataclass
-class Harness:
-    fake: FakeSlack
-    bot: Any
-    send: SlackSender
-    data_dir: Path
-
-    @property
-    def vault(self) -> Path:
-        return self.data_dir / "vaults" / USER
-
-    async def settle(self) -> None:
-        """Wait until every recorded job has run (the ack comes before the work)."""
-        assert await self.bot.settle(timeout=30)
-
-    def check_cards(self) -> None:
-        for call in self.fake.calls:
-            if call.method in ("chat.postMessage", "chat.update", "chat.postEphemeral") or \
-                    call.method.startswith("hook:"):
-                blocks = call.body.get("blocks") or []
-                assert validate_message(blocks, call.body["text"]) == blocks
-
-    async def file_dm(self, text: str = "Call the dentist about the crown next Tuesday",
-                      ts: str = DM_TS, event_id: str = "Ev0SB0000001") -> dict[str, Any]:
-        before = len(self.fake.calls_to("chat.postMessage"))
-        status, _ = await self.send.event(message_event(text, ts=ts, event_id=event_id))
-        assert status == 200
-        posts = await self.fake.wait_for("chat.postMessage", before + 1)
-        await self.settle()
-        return posts[-1].body
-
-
-def posted_ts(fake: FakeSlack, n: int = 0) -> str:
-    response = fake.calls_to("chat.postMessage")[n].response
-    assert response is not None
-    return str(response["ts"])
-
-
-def make_settings(data_dir: Path, fake: FakeSlack, **extra: Any) -> Settings:
-    values: dict[str, Any] = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
-                              "SLACK_API_URL": fake.api_url, "BRAIN_DATA_DIR": str(data_dir),
-                              "BRAIN_LLM": "offline", **database_env(data_dir)}
-    values.update(extra)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
-
-
-@pytest.fixture
-async def slack(tmp_path: Path) -> AsyncIterator[Harness]:
-    fake = await FakeSlack().start()
-    settings = make_settings(tmp_path, fake)
-    brain = await brain_module.Brain.start(settings)
-    bot = app_module.SlackBot(brain, settings, poll=0.05)
-    bot.start(scheduler=False)
-    server = TestServer(bot.web_app(), host="127.0.0.1")
-    await server.start_server()
-    send = SlackSender(str(server.make_url("/")))
-    try:
-        yield Harness(fake, bot, send, tmp_path)
-    finally:
-        await send.close()
-        await server.close()
-        await bot.close(drain_timeout=10)
-        await brain.close()
-        await fake.stop()
-
 
 async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> None:
     body = await slack.file_dm()
@@ -115,10 +41,11 @@ async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> No
     files = vault_files(slack.vault)
     assert len(files) == 1
     assert entry_id in (slack.vault / files[0]).read_text()
-    # progress reaction on the user's message, added then removed
+    # Slack's "is thinking…" under the thread while the turn runs (the reply clears it)
     methods = [c.method for c in slack.fake.web_api_calls()]
-    assert methods == ["reactions.add", "chat.postMessage", "reactions.remove"]
-    assert slack.fake.calls_to("reactions.add")[0].body["timestamp"] == DM_TS
+    assert methods == ["assistant.threads.setStatus", "chat.postMessage"]
+    status = slack.fake.calls_to("assistant.threads.setStatus")[0].body
+    assert (status["channel_id"], status["thread_ts"]) == (DM, DM_TS) and status["status"]
     async with slack.bot.brain.db.session() as s:
         capture = await repositories.capture_for_entry(s, entry_id)
     assert capture is not None and capture.user_id == USER and capture.thread_ts == DM_TS
@@ -358,14 +285,14 @@ async def test_turns_of_one_thread_are_answered_in_arrival_order(slack: Harness)
 
 async def test_slack_api_failures_are_survived(slack: Harness,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    slack.fake.fail_next("reactions.add", error="missing_scope")
+    slack.fake.fail_next("assistant.threads.setStatus", error="missing_scope")
     slack.fake.fail_next("chat.postMessage", status=429, error="ratelimited",
                          headers={"Retry-After": "1"})
     caplog.set_level(logging.WARNING)
     await slack.file_dm()
-    # the 429 was waited out and retried; the reaction failure was only logged
+    # the 429 was waited out and retried; the status failure was only logged
     assert len(slack.fake.calls_to("chat.postMessage")) == 2
-    assert "reactions.add failed" in caplog.text
+    assert "assistant.threads.setStatus failed" in caplog.text
     assert len(vault_files(slack.vault)) == 1
 
 
@@ -399,7 +326,8 @@ async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
         ref = text.split("(ref ")[1][:6]
         assert await bot.settle(10)
         assert f"ref {ref}" in caplog.text
-        assert fake.calls_to("reactions.remove")  # the progress marker is cleared anyway
+        statuses = [c.body["status"] for c in fake.calls_to("assistant.threads.setStatus")]
+        assert statuses[-1] == ""  # the "is thinking…" status is cleared anyway
     finally:
         await send.close()
         await server.close()

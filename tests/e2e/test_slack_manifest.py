@@ -21,23 +21,29 @@ METHOD_SCOPES: dict[str, str | None] = {
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",
     "chat_postEphemeral": "chat:write",
-    "reactions_add": "reactions:write",
-    "reactions_remove": "reactions:write",
+    "views_publish": None,  # the App Home
+    "assistant_threads_setStatus": "chat:write",  # "is thinking…" while a turn runs
+    "assistant_threads_setSuggestedPrompts": "assistant:write",
     "auth_test": None,
     "users_info": "users:read",
     "conversations_open": "im:write",
     "chat_getPermalink": None,
-    # Looking for a reply an interrupted job may have posted (bot.slack.web.find_posted).
+    # Looking for a reply an interrupted job may have posted (bot.slack.web.find_posted), and
+    # reading a message reacted to (bot.slack.web.fetch_message; channels:history in channels).
     "conversations_replies": "im:history",
     "conversations_history": "im:history",
     "apps_connections_open": None,  # the app-level token (Socket Mode), not a bot scope
 }
-EVENT_SCOPES = {"message.im": "im:history", "app_mention": "app_mentions:read",
-                "message.channels": "channels:history", "message.groups": "groups:history",
-                "message.mpim": "mpim:history"}
+EVENT_SCOPES: dict[str, str | None] = {
+    "message.im": "im:history", "app_mention": "app_mentions:read",
+    "message.channels": "channels:history", "message.groups": "groups:history",
+    "message.mpim": "mpim:history", "reaction_added": "reactions:read",
+    "assistant_thread_started": "assistant:write",
+    "assistant_thread_context_changed": "assistant:write",
+    "app_home_opened": None, "app_uninstalled": None, "tokens_revoked": None}
 # `client.chat_postMessage(` or a method name in quotes (`getattr(client, "reactions_add")`).
 API_CALL = re.compile(r"""(?:\.|["'])((?:chat|reactions|users|conversations|auth|views|files|"""
-                      r"apps|assistant)_[A-Za-z]+)\b")
+                      r"apps|assistant)_[A-Za-z_]+)\b")
 
 
 def manifest() -> dict[str, Any]:
@@ -45,11 +51,15 @@ def manifest() -> dict[str, Any]:
     return data
 
 
+# Names the scan matches that are fields of Slack's payloads, not Web API methods.
+PAYLOAD_FIELDS = {"assistant_thread"}
+
+
 def methods_used() -> set[str]:
     found: set[str] = set()
     for path in (ROOT / "bot" / "slack").rglob("*.py"):
         found |= set(API_CALL.findall(path.read_text(encoding="utf-8")))
-    return found
+    return found - PAYLOAD_FIELDS
 
 
 def test_manifest_is_valid_against_slacks_schema() -> None:
@@ -70,7 +80,8 @@ def test_manifest_turns_on_what_the_app_listens_to() -> None:
 
 def test_the_scan_finds_the_calls_the_code_makes() -> None:
     used = methods_used()
-    assert {"chat_postMessage", "chat_update", "reactions_add"} <= used  # guard: scan works
+    assert {"chat_postMessage", "chat_update", "assistant_threads_setStatus",
+            "views_publish"} <= used  # guard: the scan works
 
 
 def test_bot_scopes_are_exactly_what_the_code_uses() -> None:
@@ -80,6 +91,30 @@ def test_bot_scopes_are_exactly_what_the_code_uses() -> None:
     m = manifest()
     needed = {METHOD_SCOPES[u] for u in used} - {None}
     needed |= {EVENT_SCOPES[e] for e in m["settings"]["event_subscriptions"]["bot_events"]}
-    if m["features"].get("slash_commands"):
+    needed.discard(None)
+    if m["features"].get("slash_commands") or m["features"].get("shortcuts"):
         needed.add("commands")
     assert set(m["oauth_config"]["scopes"]["bot"]) == needed
+
+
+def test_the_manifest_declares_every_entry_point_the_code_listens_to() -> None:
+    from bot.slack.assistant import SUGGESTED_PROMPTS
+    from bot.slack.listeners import SAVE_SHORTCUT
+
+    m = manifest()
+    events = set(m["settings"]["event_subscriptions"]["bot_events"])
+    assert {"reaction_added", "app_home_opened", "assistant_thread_started",
+            "assistant_thread_context_changed", "app_uninstalled", "tokens_revoked"} <= events
+    assert m["features"]["app_home"]["home_tab_enabled"] is True
+    shortcuts = {s["callback_id"]: s for s in m["features"]["shortcuts"]}
+    assert shortcuts[SAVE_SHORTCUT]["type"] == "message"
+    assert m["features"]["assistant_view"]["suggested_prompts"] == SUGGESTED_PROMPTS
+    assert "reactions:write" not in m["oauth_config"]["scopes"]["bot"]  # no hourglass any more
+
+
+def test_the_long_description_tells_an_admin_where_data_lives_and_for_how_long() -> None:
+    text = manifest()["display_information"]["long_description"]
+    assert 175 <= len(text) <= 4000
+    for words in ("markdown files", "database", "Anthropic or OpenAI", "BRAIN_RETENTION_DAYS",
+                  "brain export", "brain forget", "Uninstalling"):
+        assert words in text, words

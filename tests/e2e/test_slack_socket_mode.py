@@ -13,8 +13,8 @@ import pytest
 from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
 from slack_sdk.socket_mode.request import SocketModeRequest
 
+from tests.e2e.bot_harness import Harness, posted_ts
 from tests.e2e.slack_harness import USER, payload, posted_entry_id, vault_files
-from tests.e2e.test_slack_app import Harness, posted_ts, slack  # noqa: F401  (fixture)
 
 pytest.importorskip("bot.brain", reason="bot.brain not importable yet")
 
@@ -26,7 +26,7 @@ async def run(h: Harness, envelope: dict) -> dict:
     return json.loads(body) if isinstance(body, str) and body.startswith("{") else {"raw": body}
 
 
-async def test_socket_mode_event_and_its_retry_are_answered_once(slack: Harness) -> None:  # noqa: F811
+async def test_socket_mode_event_and_its_retry_are_answered_once(slack: Harness) -> None:
     await run(slack, payload("socket_mode_events_api_envelope.json"))
     posts = await slack.fake.wait_for("chat.postMessage")
     assert posts[0].body["thread_ts"] == "1767261600.000100"
@@ -36,7 +36,7 @@ async def test_socket_mode_event_and_its_retry_are_answered_once(slack: Harness)
     assert len(vault_files(slack.vault)) == 1
 
 
-async def test_socket_mode_button_and_command(slack: Harness) -> None:  # noqa: F811
+async def test_socket_mode_button_and_command(slack: Harness) -> None:
     await run(slack, payload("socket_mode_events_api_envelope.json"))
     posts = await slack.fake.wait_for("chat.postMessage")
     await slack.settle()

@@ -1,0 +1,74 @@
+"""`brain export` (a person's vault and conversations as a zip) and `brain forget` (erase
+them), through the Brain. For an operator answering "what do you hold of me?" and "delete it"."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.commands.common import fail, run
+
+
+def register(sub: Any) -> None:
+    e = sub.add_parser(
+        "export", help="a user's vault and conversations as one zip",
+        description="Write everything the brain holds of one user to a zip: their vault "
+                    "(every file, the trash included) under vault/, and conversations.json, "
+                    "captures.json, digest_subscriptions.json.")
+    e.add_argument("--user", metavar="ID", required=True, help="whose data (a Slack user id)")
+    e.add_argument("--out", metavar="FILE", type=Path,
+                   help="the zip to write (default: brain-export-<user>-<date>.zip here)")
+    e.set_defaults(handler=lambda args: run(lambda: _export(args)))
+
+    f = sub.add_parser(
+        "forget", help="erase a user's vault, conversations, captures and jobs",
+        description="Erase everything the brain holds of one user: their vault, "
+                    "conversations, capture receipts, queued jobs, digest settings and "
+                    "reminders. Asks for the user id to confirm; it cannot be undone.")
+    f.add_argument("--user", metavar="ID", required=True, help="whose data (a Slack user id)")
+    f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    f.set_defaults(handler=lambda args: run(lambda: _forget(args)))
+
+
+async def _export(args: argparse.Namespace) -> int:
+    from bot.brain import Brain
+
+    out = args.out or Path(f"brain-export-{args.user}-{datetime.now(UTC):%Y%m%d}.zip")
+    from bot.config import Settings
+
+    brain = await Brain.start(Settings())
+    try:
+        done = await brain.accounts.export(args.user, out)
+    finally:
+        await brain.close()
+    print(f"wrote {out}: {done.files} vault file(s), {done.rows['conversations']} "
+          f"conversation(s), {done.rows['captures']} capture receipt(s)")
+    return 0
+
+
+async def _forget(args: argparse.Namespace) -> int:
+    from bot.brain import Brain
+    from bot.config import Settings
+
+    brain = await Brain.start(Settings())
+    try:
+        seen = await brain.accounts.footprint(args.user)
+        if not args.yes:
+            print(f"This erases everything the brain holds of {args.user}: {seen.files} "
+                  f"file(s) in {seen.vault}, {seen.rows['conversations']} conversation(s) "
+                  f"({seen.rows['turns']} turns), {seen.rows['captures']} capture receipt(s), "
+                  "their queued jobs, digest settings and reminders. It cannot be undone.")
+            if not sys.stdin.isatty():
+                return fail("not erased: confirm in a terminal, or add --yes")
+            answer = input(f"Type {args.user} to erase it all: ").strip()
+            if answer != args.user:
+                return fail("not erased (the answer did not match)", code=1)
+        gone = await brain.accounts.forget(args.user)
+    finally:
+        await brain.close()
+    rows = ", ".join(f"{n} {name}" for name, n in gone.rows.items() if n)
+    print(f"erased {args.user}: {gone.files} vault file(s)" + (f"; {rows}" if rows else ""))
+    return 0

@@ -1,0 +1,118 @@
+"""Saving a message, anyone's, into the vault of the person who asked (the Save-to-brain
+shortcut, the capture reaction).
+
+The same capture path as a turn (`file_thought`: the model's hints, else the keyword rules;
+the inbox when unsure), with the message's permalink as `source` and its author recorded.
+One message is saved once per person: the note's id is derived from (person, channel,
+message), so a second save, by the shortcut or the reaction, finds the first and files
+nothing; work that runs again after a crash finds the note its first run made.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.llm.types import LLMError, Message, RequestOptions
+from storage import repositories
+from tools.base import ToolContext, derived_id
+from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
+
+log = logging.getLogger(__name__)
+
+PROMPT = """You file a Slack message that the user chose to keep in their second brain.
+Call classify_and_capture once with the message text as it is, and hints: category (people,
+projects, ideas, admin, or inbox when unsure), confidence 0-1, a short name, and the
+category's fields (next_action, due_date YYYY-MM-DD, follow_ups, one_liner, context).
+Someone else may have written it; the author is named for context. Today is {today}."""
+MAX_HINT_TEXT = 4000
+MAX_SAVES = 50  # saves of one message by one person (each undone before the next)
+
+
+@dataclass(frozen=True)
+class Saved:
+    data: dict[str, Any]  # what the capture card shows (as a capture's tool output)
+    text: str  # one line: where it went
+    already: bool  # this person saved this message before: nothing was filed now
+
+
+def save_key(user_id: str, channel: str, message_ts: str) -> str:
+    return f"save:{user_id}:{channel}:{message_ts}"
+
+
+class Saver:
+    def __init__(self, brain: Any) -> None:
+        self.brain = brain
+
+    async def save(self, *, user_id: str, text: str, channel: str, message_ts: str,
+                   source: str, author: str | None = None,
+                   job_id: int | None = None) -> Saved:
+        """File `text` for `user_id`, or find it filed before; `author` is who wrote it."""
+        store = self.brain.store_for(user_id)
+        key = save_key(user_id, channel, message_ts)
+        n = 1
+        while n < MAX_SAVES:
+            async with self.brain.db.session() as s:
+                receipt = await repositories.capture_for_entry(s, derived_id(key, n))
+            if receipt is None or receipt.user_id != user_id:
+                break
+            if receipt.category != "trash":
+                entry = await store.find_id(receipt.entry_id)
+                if entry is not None:
+                    return Saved(_card_data(entry, receipt.status), f"Already saved: "
+                                 f"{entry.name} ({entry.category})", already=True)
+                break  # deleted by hand: its id is free again
+            n += 1  # undone since: saving again files a new note
+        ctx = ToolContext(store=store, db=self.brain.db, user_id=user_id, source=source,
+                          channel=channel, thread_ts=message_ts,
+                          confidence_threshold=self.brain.settings.confidence_threshold,
+                          job_id=job_id, job_key=key, _ids_given=n - 1,
+                          # as a retry: a note its first run made is found, not made again
+                          job_attempt=2)
+        hints = await self._hints(text, author)
+        extra = {"author": author} if author else None
+        footer = f"Saved from a Slack message by {author}." if author else None
+        output = await file_thought(ctx, text, hints, extra_fields=extra, footer=footer)
+        log.info("saved message %s/%s for %s as %s", channel, message_ts, user_id,
+                 output.data.get("id"))
+        return Saved(output.data, output.text, already=False)
+
+    async def _hints(self, text: str, author: str | None) -> dict[str, Any]:
+        """The model's classification (one forced tool call); {} (the keyword rules) offline
+        or when the model fails: a save never depends on the model."""
+        if self.brain.offline:
+            return {}
+        shown = text if len(text) <= MAX_HINT_TEXT else text[:MAX_HINT_TEXT]
+        who = f"Message by {author}:\n" if author else "Message:\n"
+        options = RequestOptions(tool_schema=SCHEMA, tool_name="classify_and_capture",
+                                 tool_description=DESCRIPTION)
+        try:
+            completion = await self.brain.provider.complete(
+                PROMPT.format(today=self.brain.today().isoformat()),
+                [Message(role="user", content=who + shown)], [], options=options)
+        except LLMError as exc:
+            log.warning("classifying a saved message: the model is unreachable (%s); "
+                        "using the rules", exc.kind)
+            return {}
+        except Exception:
+            log.exception("classifying a saved message failed; using the rules")
+            return {}
+        for call in completion.tool_calls:
+            fixed = repair(call.arguments) if call.arguments is not None else None
+            if fixed is not None:
+                hints: dict[str, Any] = fixed[0].get("hints") or {}
+                return hints
+        return {}
+
+
+def _card_data(entry: Any, status: str) -> dict[str, Any]:
+    """A note found again, in the shape of a capture's output (what the card renders)."""
+    shown = {k: v for k, v in entry.fields.items()
+             if k not in ("id", "name", "category", "created", "updated", "source",
+                          "confidence", "original_text", "author")}
+    data: dict[str, Any] = {"path": entry.path, "id": entry.id, "name": entry.name,
+                            "category": entry.category, "status": status, "fields": shown}
+    if isinstance(entry.fields.get("confidence"), int | float):
+        data["confidence"] = entry.fields["confidence"]
+    return data

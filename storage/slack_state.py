@@ -1,0 +1,153 @@
+"""What the bot keeps of Slack besides notes and conversations (migration 0005): each user's
+time zone, whether they opened the App Home, whether they are paused (their token was
+revoked); whether the workspace uninstalled the app; and the claim of each due-date reminder.
+
+Every function takes an explicit `AsyncSession`; the caller commits. Portable SQL only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.errors import InvalidValue
+from storage.models import Capture, Reminder, SlackTeam, SlackUser, utcnow
+from storage.repositories.common import aware, not_empty, rowcount
+
+DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# Slack user ids (U..., W... on Enterprise Grid); CLI users such as "local" are not Slack's.
+SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,63}$")
+
+
+@dataclass(frozen=True)
+class SlackUserRow:
+    user_id: str
+    tz: str | None
+    tz_checked_at: datetime | None
+    home_opened_at: datetime | None
+    paused_at: datetime | None
+
+
+def _row(u: SlackUser) -> SlackUserRow:
+    return SlackUserRow(u.user_id, u.tz, u.tz_checked_at, u.home_opened_at, u.paused_at)
+
+
+async def _user(s: AsyncSession, user_id: str) -> SlackUser:
+    """The user's row, made when missing (a concurrent maker wins; its row is read)."""
+    not_empty(user_id, "user_id")
+    found = await s.get(SlackUser, user_id, populate_existing=True)
+    if found is not None:
+        return found
+    try:
+        async with s.begin_nested():
+            row = SlackUser(user_id=user_id, updated_at=utcnow())
+            s.add(row)
+        return row
+    except IntegrityError:
+        again = await s.get(SlackUser, user_id, populate_existing=True)
+        if again is None:
+            raise
+        return again
+
+
+async def get_user(s: AsyncSession, user_id: str) -> SlackUserRow | None:
+    found = await s.get(SlackUser, user_id, populate_existing=True)
+    return _row(found) if found is not None else None
+
+
+async def set_tz(s: AsyncSession, user_id: str, tz: str | None, checked_at: datetime) -> None:
+    """The user's time zone as Slack said it at `checked_at` (None: Slack did not say)."""
+    aware(checked_at, "checked_at")
+    row = await _user(s, user_id)
+    row.tz, row.tz_checked_at, row.updated_at = tz, checked_at, utcnow()
+    await s.flush()
+
+
+async def home_opened(s: AsyncSession, user_id: str) -> None:
+    row = await _user(s, user_id)
+    row.home_opened_at = row.updated_at = utcnow()
+    await s.flush()
+
+
+async def set_paused(s: AsyncSession, user_id: str, paused: bool) -> bool:
+    """Pause (their token was revoked) or resume a user; True when that changed anything."""
+    row = await _user(s, user_id)
+    if (row.paused_at is not None) == paused:
+        return False
+    row.paused_at = utcnow() if paused else None
+    row.updated_at = utcnow()
+    await s.flush()
+    return True
+
+
+async def paused_users(s: AsyncSession) -> set[str]:
+    rows = await s.scalars(select(SlackUser.user_id).where(SlackUser.paused_at.is_not(None)))
+    return set(rows)
+
+
+async def set_uninstalled(s: AsyncSession, team_id: str, uninstalled: bool) -> bool:
+    """Record that the workspace uninstalled the app (or installed it again); True when that
+    changed anything."""
+    not_empty(team_id, "team_id")
+    row = await s.get(SlackTeam, team_id, populate_existing=True)
+    if row is None:
+        if not uninstalled:
+            return False
+        s.add(SlackTeam(team_id=team_id, uninstalled_at=utcnow(), updated_at=utcnow()))
+        await s.flush()
+        return True
+    if (row.uninstalled_at is not None) == uninstalled:
+        return False
+    row.uninstalled_at = utcnow() if uninstalled else None
+    row.updated_at = utcnow()
+    await s.flush()
+    return True
+
+
+async def uninstalled_teams(s: AsyncSession) -> set[str]:
+    rows = await s.scalars(select(SlackTeam.team_id)
+                           .where(SlackTeam.uninstalled_at.is_not(None)))
+    return set(rows)
+
+
+async def clear_uninstalled(s: AsyncSession) -> int:
+    """The app works again (its token passed auth.test): no workspace is marked uninstalled."""
+    teams = await uninstalled_teams(s)
+    for team in teams:
+        await set_uninstalled(s, team, False)
+    return len(teams)
+
+
+async def slack_users_with_captures(s: AsyncSession) -> list[str]:
+    """Slack users who have filed anything: whose vaults the reminders look into."""
+    rows = await s.scalars(select(Capture.user_id).distinct())
+    return sorted(u for u in rows if SLACK_USER.match(u))
+
+
+async def claim_reminder(s: AsyncSession, user_id: str, ref: str, day: str) -> bool:
+    """Claim the reminder of note `ref` for `day`: True for exactly one caller, across
+    processes sharing the database (the unique row is the claim). The caller commits."""
+    not_empty(user_id, "user_id")
+    not_empty(ref, "ref")
+    if not DAY.match(day):
+        raise InvalidValue(f"day must be YYYY-MM-DD, not {day!r}")
+    if await s.scalar(select(Reminder.id).where(Reminder.user_id == user_id,
+                                                Reminder.ref == ref, Reminder.day == day)):
+        return False
+    try:
+        async with s.begin_nested():
+            s.add(Reminder(user_id=user_id, ref=ref, day=day, created_at=utcnow()))
+    except IntegrityError:  # another replica claimed it between the read and the insert
+        return False
+    return True
+
+
+async def prune_reminders(s: AsyncSession, older_than: datetime) -> int:
+    aware(older_than, "older_than")
+    result = await s.execute(delete(Reminder).where(Reminder.created_at < older_than))
+    return rowcount(result)
