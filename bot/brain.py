@@ -1,99 +1,111 @@
-"""The brain: settings + database + LLM provider, and one turn of a conversation.
+"""The brain: the one door from the adapters (Slack, the CLI, MCP) to storage.
 
-CLI and Slack both come through here, so a thought is filed the same way wherever it came from.
+Settings, the database, the user's vaults, the LLM provider, and every operation an adapter
+may ask for: a turn, a move, an undo, a digest, the queries a card or a thread needs, and the
+objects for the other entry points (saves, App Home, reminders, accounts). Nothing heavy is
+imported here: the turn machinery (LLM layer, tools) loads on the first turn, so a storage
+verb of the CLI pays only for storage.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import re
-import uuid
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from bot import corrections
-from bot.accounts import Accounts
 from bot.config import Settings
-from bot.history import build_history, message_to_dict
-from bot.home import Home
 from bot.jobs import JobQueue, JobRow
-from bot.llm.configs import make_provider, select_config
-from bot.llm.offline import OfflineProvider
-from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
-from bot.loop import LoopOutcome, run_turn
-from bot.prompts import system_prompt
-from bot.reminders import Reminders
-from bot.saving import Saver
-from bot.turns import (
-    TurnResult,
-    direct_move_outcome,
-    filed_notes,
-    kept,
-    looks_like_thought,
-    message_view,
-    rescue_text,
-    trouble,
-    with_filed_summary,
-)
-from storage import journal, repositories
+from storage import repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.store import Store
 from storage.types import MoveResult
 from storage.vault import Vault
-from tools import registry
-from tools.base import ToolContext
-from tools.classify_and_capture import file_thought
-from tools.move_entry import move_note
-from tools.registry import Execution, execute, tool_specs
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from bot.accounts import Accounts
+    from bot.home import Home
+    from bot.llm.types import Provider
+    from bot.reminders import Reminders
+    from bot.saving import Saver
+    from bot.turns import TurnResult
+    from tools.base import DigestMaker
+    from tools.registry import Execution
 
-HISTORY_TURNS = 6  # recent whole turns sent with each request
 USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
-NO_ANSWER = "I have no answer to that (the model returned nothing); please try again."
 
-__all__ = ["Brain", "TurnResult", "message_view"]
+__all__ = ["Brain", "Store", "clean_vault_temp"]
 
 
 class Brain:
-    def __init__(self, settings: Settings, db: Database, provider: Provider,
+    def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
                  *, vault_override: Path | None = None) -> None:
         self.settings = settings
         self.db = db
-        self.provider = provider
+        self._provider = provider
         self.vault_override = vault_override
         self.jobs = JobQueue(db)  # the durable intake, for adapters that take in work
         self._stores: dict[str, Store] = {}
-        self._specs = [ToolSpec(s["name"], s["description"], s["parameters"])
-                       for s in tool_specs()]
-        self._terminal = registry.terminal_names()
-        self._parallel = registry.read_only_names()
-        # Operations of the other entry points, each in its own module, through this door.
-        self.saves = Saver(self)  # a message saved by the shortcut or the capture reaction
-        self.home = Home(self)  # what the App Home shows
-        self.reminders = Reminders(self)  # due-date reminders and their buttons
-        self.accounts = Accounts(self)  # export, forget, retention, uninstall and revocation
+        self._turns: Any = None
+        self._services: dict[str, Any] = {}
 
     @classmethod
     async def start(cls, settings: Settings, *, vault_override: Path | None = None,
-                    provider: Provider | None = None) -> Brain:
-        if provider is None:
-            provider = make_provider(select_config(settings), settings)
+                    provider: Provider | None = None, with_llm: bool = True) -> Brain:
+        """Open the database; with `with_llm` (turns, digests) also the configured provider,
+        so a bad configuration is found at start, not at the first message."""
+        if provider is None and with_llm:
+            provider = _make_provider(settings)
         db = await Database.open(settings.db_url())
         return cls(settings, db, provider, vault_override=vault_override)
 
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = _make_provider(self.settings)
+        return self._provider
+
+    # Operations of the other entry points, each in its own module, through this door.
+
+    @property
+    def saves(self) -> Saver:
+        """A message saved by the shortcut or the capture reaction."""
+        return self._service("saves", "bot.saving", "Saver")
+
+    @property
+    def home(self) -> Home:
+        """What the App Home shows."""
+        return self._service("home", "bot.home", "Home")
+
+    @property
+    def reminders(self) -> Reminders:
+        """Due-date reminders and their buttons."""
+        return self._service("reminders", "bot.reminders", "Reminders")
+
+    @property
+    def accounts(self) -> Accounts:
+        """Export, forget, retention, uninstall and revocation."""
+        return self._service("accounts", "bot.accounts", "Accounts")
+
+    def _service(self, name: str, module: str, cls: str) -> Any:
+        if name not in self._services:
+            import importlib
+
+            self._services[name] = getattr(importlib.import_module(module), cls)(self)
+        return self._services[name]
+
     async def close(self) -> None:
-        aclose = getattr(self.provider, "aclose", None)
+        aclose = getattr(self._provider, "aclose", None)
         if aclose is not None:  # the SDK providers' HTTP clients
             await aclose()
         await self.db.close()
 
     @property
     def offline(self) -> bool:
+        from bot.llm.offline import OfflineProvider
+
         return isinstance(self.provider, OfflineProvider)
 
     def store_for(self, user_id: str) -> Store:
@@ -120,137 +132,35 @@ class Brain:
 
     # -- one turn ---------------------------------------------------------------------------
 
+    @property
+    def turns(self) -> Any:
+        """The turn runner (bot.turn_runner), imported on first use."""
+        if self._turns is None:
+            from bot.turn_runner import TurnRunner
+
+            self._turns = TurnRunner(self)
+        return self._turns
+
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
                      thread_ts: str | None = None, job: JobRow | None = None) -> TurnResult:
         """One turn. With `job` (the intake job it runs for) it is taken once: a job that
         runs again gets the turn already taken, and notes its first try filed are found."""
-        if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
-            return TurnResult.from_dict(job.result["turn"])
-        store = self.store_for(user_id)
-        # One transaction opens the turn: conversation, its filed notes, recent history.
-        async with self.db.session() as s:
-            conv = await repositories.get_or_create_conversation(
-                s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
-            captures = await repositories.captures_for_conversation(s, conv.id)
-            turn_id = await repositories.start_turn(s, conv.id, text,
-                                                    job_id=job.id if job else None)
-            stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
-            await s.commit()
-        filed = filed_notes(captures)
-        view = message_view(text)
-        ctx = ToolContext(store=store, db=self.db, user_id=user_id, conversation_id=conv.id,
-                          turn_id=turn_id, source=source, channel=channel, thread_ts=thread_ts,
-                          confidence_threshold=self.settings.confidence_threshold,
-                          make_digest=self._digest_maker(store, user_id),
-                          message=text, message_view=view,
-                          job_id=job.id if job else None, job_key=job.key if job else None,
-                          job_attempt=job.attempts if job else 1, tz=self.settings.tz)
-
-        async def run_call(call: ToolCall) -> Execution:
-            return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
-
-        outage: str | None = None
-        rescued: str | None = None
-        direct = corrections.parse_fix(text)
-        try:
-            if direct is not None and filed:
-                # "fix: projects" needs no LLM call: move the latest note of this thread.
-                note = filed[-1]
-                call = ToolCall(id="direct_fix_1", name="move_entry",
-                                arguments={"path": note.id or note.path,
-                                           "targetCategory": direct})
-                outcome = direct_move_outcome(text, call, await run_call(call))
-            else:
-                summary = await store.summary()
-                system = system_prompt(now=self.now(), summary=summary, filed=filed,
-                                       threshold=self.settings.confidence_threshold)
-                history = build_history([[_stored(m) for m in t] for t in stored_turns])
-                outcome = await run_turn(self.provider, system=system, history=history,
-                                         user_text=view, tools=self._specs, execute=run_call,
-                                         max_iterations=self.settings.max_iterations,
-                                         terminal=self._terminal, parallel=self._parallel)
-            reason = None if kept(outcome) else trouble(outcome)
-        except LLMError as exc:
-            log.warning("LLM unreachable (%s) in turn %s", exc.kind, turn_id)
-            outage = exc.kind
-            outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
-            reason = f"the language model is unreachable ({exc.kind})"
-        except Exception:
-            # A bug must not cost the user their thought: log it, and rescue below.
-            log.exception("turn %s failed", turn_id)
-            outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
-            reason = "an internal error"
-        if reason is not None and await looks_like_thought(text):
-            rescued = reason
-            await self._rescue(ctx, text, reason, outcome, outage=outage)
-        elif outage is not None:
-            outcome.text = (f"I can't reach the language model right now ({outage}). "
-                            "That looked like a question or command, so nothing was saved; "
-                            "please try again in a moment.")
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
-        elif reason == "an internal error":
-            outcome.text = "Something went wrong on my side; nothing was saved. Please try again."
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
-        else:
-            outcome.text = with_filed_summary(outcome) or NO_ANSWER
-        result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
-                            turn_id, outage=outage, rescued=rescued)
-        status = "outage" if outage else ("rescued" if rescued else "ok")
-        await self._finish(conv.id, turn_id, outcome, status=status,
-                           job_id=job.id if job else None, result=result)
+        result: TurnResult = await self.turns.handle(
+            conversation_key=conversation_key, user_id=user_id, text=text, source=source,
+            channel=channel, thread_ts=thread_ts, job=job)
         return result
-
-    async def _rescue(self, ctx: ToolContext, text: str, reason: str, outcome: LoopOutcome,
-                      *, outage: str | None) -> None:
-        """File the message to the inbox with the reason; the reply says so plainly."""
-        output = await file_thought(ctx, text, {}, inbox_reason=reason)
-        outcome.executions.append(Execution(
-            call_id="rescue", tool="classify_and_capture", arguments=None, status="ok",
-            output=output, error=None, content=json.dumps({"ok": True, **output.data}),
-            duration_ms=0.0))
-        path = str(output.data.get("path"))
-        if outage is not None:
-            outcome.text = (f"I can't reach the language model right now ({outage}), so I "
-                            f"saved your note to the inbox: {path}. Nothing is lost; "
-                            "you can file it later.")
-        else:
-            outcome.text = rescue_text(reason, path)
-        last = outcome.messages[-1] if outcome.messages else None
-        if last is not None and last.role == "assistant" and not last.tool_calls:
-            outcome.messages[-1] = Message(role="assistant", content=outcome.text)
-        else:
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
-
-    async def _finish(self, conversation_id: int, turn_id: int, outcome: LoopOutcome,
-                      *, status: str, job_id: int | None = None,
-                      result: TurnResult | None = None) -> None:
-        """Store the whole turn at once: messages, tool runs, usage, and for a job the turn's
-        result (in the same transaction: a job never has a finished turn without it)."""
-        async with self.db.session() as s:
-            await repositories.save_messages(s, conversation_id, turn_id,
-                                             [message_to_dict(m) for m in outcome.messages])
-            for e in outcome.executions:
-                await repositories.add_tool_run(
-                    s, turn_id, e.call_id, e.tool, e.arguments, e.status,
-                    e.output.data if e.output else None,
-                    e.error.get("message") if e.error else None,
-                    datetime.now().astimezone(), e.duration_ms)
-            await repositories.finish_turn(s, turn_id, outcome.text, status,
-                                           outcome.usage.input_tokens,
-                                           outcome.usage.output_tokens, outcome.llm_calls)
-            if job_id is not None and result is not None:
-                await journal.set_result(s, job_id, {"turn": result.to_dict()})
-            await s.commit()
 
     # -- corrections and buttons -------------------------------------------------------------
 
     async def move_entry(self, *, user_id: str, ref: str, category: str,
                          conversation_key: str | None = None) -> MoveResult:
         """A move from a button: move, mark the receipt fixed, and tell the conversation."""
+        from tools.move_entry import move_note
+
         result = await move_note(self.store_for(user_id), self.db, ref, category)
         if conversation_key:
-            await self._record(conversation_key, user_id,
+            await self.turns.record(conversation_key, user_id,
                                f"(pressed the button: move '{result.entry.name}' to {category})",
                                f"Moved {result.entry.name} to {category}: {result.new_path}")
         return result
@@ -267,19 +177,10 @@ class Brain:
                                                 category="trash")
             await s.commit()
         if conversation_key:
-            await self._record(conversation_key, user_id,
+            await self.turns.record(conversation_key, user_id,
                                f"(pressed Undo on '{entry.name}')",
                                f"Moved {entry.name} to the trash: {new_path} (restorable)")
         return new_path
-
-    async def _record(self, key: str, user_id: str, user_text: str, reply: str) -> None:
-        conv = await self.conversation(key, user_id)
-        outcome = LoopOutcome(text=reply, messages=[Message(role="user", content=user_text),
-                                                    Message(role="assistant", content=reply)])
-        async with self.db.session() as s:
-            turn_id = await repositories.start_turn(s, conv.id, user_text)
-            await s.commit()
-        await self._finish(conv.id, turn_id, outcome, status="ok")
 
     # -- conversations, for `brain chat` and `brain log` ---------------------------------------
 
@@ -356,7 +257,7 @@ class Brain:
     def today(self) -> date:
         return self.now().date()
 
-    def _digest_maker(self, store: Store, user_id: str) -> Any:
+    def digest_maker(self, store: Store, user_id: str) -> DigestMaker:
         async def make(kind: str) -> dict[str, Any]:
             digest = await self.digest(user_id=user_id, kind=kind, store=store)
             result: dict[str, Any] = digest.to_dict()
@@ -383,17 +284,20 @@ class Brain:
 
     async def call_tool(self, *, user_id: str, name: str, arguments: dict[str, Any] | None,
                         source: str = "mcp") -> Execution:
-        """Run one tool for `user_id` outside a conversation, as an MCP client asks.
-
-        The same registry the model's calls go through, so validation and error results are
-        exactly the ones the model gets; a capture writes its receipt like any other."""
-        store = self.store_for(user_id)
-        ctx = ToolContext(store=store, db=self.db, user_id=user_id, source=source,
-                          confidence_threshold=self.settings.confidence_threshold,
-                          make_digest=self._digest_maker(store, user_id), tz=self.settings.tz)
-        return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
+        """Run one tool for `user_id` outside a conversation, as an MCP client asks: the same
+        registry the model's calls go through, so validation and errors are the model's."""
+        execution: Execution = await self.turns.call_tool(user_id=user_id, name=name,
+                                                          arguments=arguments, source=source)
+        return execution
 
 
-def _stored(row: repositories.MessageRow) -> dict[str, Any]:
-    return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
-            "tool_results": row.tool_results}
+def _make_provider(settings: Settings) -> Provider:
+    from bot.llm.configs import make_provider, select_config
+
+    return make_provider(select_config(settings), settings)
+
+
+def clean_vault_temp(root: Path) -> list[str]:
+    """Remove the temp files an interrupted write left anywhere under `root` (`brain doctor`);
+    they are ours, never notes. Returns what was removed."""
+    return Vault(root).clean_temp()

@@ -14,6 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("bot", "tools", "storage")
+# The adapters (DESIGN.md): they reach storage only through bot.brain, the one door.
+ADAPTERS = ("bot/slack/", "bot/commands/", "bot/mcp/", "bot/cli.py")
+ADAPTER_STORAGE = ("storage.types", "storage.errors")
+MAX_LINES = 400
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,10 @@ def _rules(rel: str, imp: Import) -> list[str]:
         why.append("the MCP SDK (and its HTTP stack) only in bot/mcp/")
     if rel.startswith("bot/llm/") and imp.under("bot.slack"):
         why.append("bot/llm must not import bot.slack")
+    if rel.startswith(ADAPTERS) and top == "storage" \
+            and not any(imp.under(m) for m in ADAPTER_STORAGE):
+        why.append("adapters reach storage through bot.brain (only storage.types and "
+                   "storage.errors, plain data and errors, are theirs to import)")
     return why
 
 
@@ -115,6 +123,11 @@ def test_the_scan_sees_the_packages() -> None:
 # --- the checker itself catches each kind of violation ----------------------------------------
 
 BAD_CASES = [
+    ("bot/slack/x.py", "from storage import repositories\n", "adapters reach storage through"),
+    ("bot/commands/x.py", "def f():\n    from storage.db import Database\n",
+     "adapters reach storage through"),
+    ("bot/mcp/x.py", "import storage.store\n", "adapters reach storage through"),
+    ("bot/slack/x.py", "from storage.journal import JobRow\n", "adapters reach storage"),
     ("storage/x.py", "from bot.config import Settings\n", "storage must not import bot"),
     ("storage/x.py", "import tools.base\n", "storage must not import bot or tools"),
     ("storage/sub/x.py", "from ...tools import base\n", "storage must not import bot or tools"),
@@ -137,6 +150,8 @@ BAD_CASES = [
 ]
 
 GOOD_CASES = [
+    ("bot/slack/x.py", "from storage.types import CATEGORIES\nfrom storage.errors import NotFound\n"),
+    ("bot/commands/x.py", "def f():\n    from bot.brain import Brain\n"),
     ("storage/x.py", "from storage.types import Entry\nfrom .errors import NotFound\n"),
     ("storage/db.py", "import sqlalchemy\nfrom alembic import command\nimport aiosqlite\n"),
     ("tools/x.py", "from storage.store import Store\n"),
@@ -170,3 +185,112 @@ def test_checker_reports_file_and_import(tmp_path: Path, rel: str, source: str,
 @pytest.mark.parametrize(("rel", "source"), GOOD_CASES)
 def test_checker_allows_the_intended_imports(tmp_path: Path, rel: str, source: str) -> None:
     assert violations(_fake_repo(tmp_path, rel, source)) == []
+
+
+# --- no import circles -------------------------------------------------------------------------
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> our modules it imports, anywhere in the file: at the top, inside functions
+    (lazy imports) and under TYPE_CHECKING alike, since each is a dependency of the design.
+    `from pkg import sub` depends on pkg.sub, not on pkg's __init__."""
+    files = {module_name(p, root): p for p in all_modules(root)}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        found = [imp.module for imp in imports_of(path, root)]
+        deps: set[str] = set()
+        for module in found:
+            if any(other.startswith(module + ".") and other in files for other in found):
+                continue  # `from pkg import sub`: the edge goes to pkg.sub
+            while module and module not in files:
+                module = module.rsplit(".", 1)[0] if "." in module else ""
+            if module and module != name:
+                deps.add(module)
+        graph[name] = deps
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1:
+                        found.append(sorted(group))
+    return found
+
+
+def test_there_are_no_import_circles() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_a_lazy_import(tmp_path: Path) -> None:
+    (tmp_path / "bot" / "slack").mkdir(parents=True)
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir(exist_ok=True)
+    (tmp_path / "bot" / "slack" / "app.py").write_text(
+        "def f():\n    from bot.slack import listeners\n", encoding="utf-8")
+    (tmp_path / "bot" / "slack" / "listeners.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bot.slack.app import X\n",
+        encoding="utf-8")
+    assert circles(import_graph(tmp_path)) == [["bot.slack.app", "bot.slack.listeners"]]
+
+
+# --- small modules -----------------------------------------------------------------------------
+
+
+def test_no_source_file_is_over_400_lines() -> None:
+    long = {p.relative_to(ROOT).as_posix(): n for p in all_modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"split these by responsibility: {long}"
+
+
+def test_every_module_the_architecture_page_names_exists() -> None:
+    import re
+
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:bot|tools|storage)/[A-Za-z0-9_/]+\.py)`", page))
+    assert len(named) > 20  # the page really names modules
+    missing = sorted(n for n in named if not (ROOT / n).is_file())
+    assert missing == [], f"docs/architecture.md names modules that do not exist: {missing}"
+    unnamed = sorted(rel for p in all_modules()
+                     if (rel := p.relative_to(ROOT).as_posix()) not in named
+                     and not rel.endswith("/__init__.py") and "/migrations/" not in rel)
+    assert unnamed == [], f"add these modules to docs/architecture.md: {unnamed}"

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bot.commands.common import add_common, fail, print_json, run, user_id
 
 if TYPE_CHECKING:
-    from bot.brain import Brain, TurnResult
+    from bot.brain import Brain
+    from bot.turns import TurnResult
 
 
 def register(sub: Any) -> None:

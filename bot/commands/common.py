@@ -12,12 +12,13 @@ import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from bot.brain import Brain, Store
     from bot.config import Settings
-    from storage.store import Store
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -38,19 +39,31 @@ def user_id(settings: Settings, args: argparse.Namespace) -> str:
     return getattr(args, "user", None) or settings.default_user
 
 
+@dataclass(frozen=True)
+class Opened:
+    """What a verb works with: the settings, the Brain (the one door to storage), the user it
+    acts for, and that user's store (the --vault DIR as it is, or their vault)."""
+
+    settings: Settings
+    brain: Brain
+    user: str
+    store: Store
+
+
 @asynccontextmanager
-async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settings, Store]]:
+async def open_brain(args: argparse.Namespace) -> AsyncIterator[Opened]:
+    """The Brain without a model (storage verbs need none), for --user and --vault."""
+    from bot.brain import Brain
     from bot.config import Settings
-    from storage.db import Database
-    from storage.store import Store
-    from storage.vault import Vault
 
     settings = Settings()
-    db = await Database.open(settings.db_url())
+    brain = await Brain.start(settings, vault_override=getattr(args, "vault", None),
+                              with_llm=False)
     try:
-        yield settings, Store(Vault(vault_path(settings, args)), db)
+        user = user_id(settings, args)
+        yield Opened(settings, brain, user, brain.store_for(user))
     finally:
-        await db.close()
+        await brain.close()
 
 
 def print_json(data: Any) -> None:

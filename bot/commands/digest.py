@@ -1,4 +1,6 @@
-"""`brain digest daily|weekly`: the digest of a vault, as text or (--json) its structure."""
+"""`brain digest daily|weekly`: the digest of a vault, as text or (--json) its structure; and
+`brain digest subscribe ... | off | status`: the scheduled digests, parsed by the same parser
+as Slack's `/digest` (bot/digest/command.py), so both accept the same words."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from datetime import date
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.commands.common import add_common, fail, open_store, print_json, run, user_id
+from bot.commands.common import add_common, fail, open_brain, print_json, run
 
 
 def _day(text: str) -> date:
@@ -19,10 +21,13 @@ def _day(text: str) -> date:
 
 def register(sub: Any) -> None:  # argparse subparsers
     parser = sub.add_parser(
-        "digest", help="daily or weekly review of a vault",
-        description="Print the daily or weekly digest. Uses the configured LLM (BRAIN_LLM); "
-                    "without one, or when it fails, a digest built by rules.")
-    parser.add_argument("kind", choices=("daily", "weekly"))
+        "digest", help="daily or weekly review of a vault; scheduled digests",
+        description="Print the daily or weekly digest (the configured LLM, BRAIN_LLM; without "
+                    "one, or when it fails, a digest built by rules), or manage scheduled "
+                    "digests as Slack's /digest does: subscribe daily [HH:MM], subscribe "
+                    "weekly [DAY HH:MM], off [daily|weekly] (or unsubscribe), status.")
+    parser.add_argument("words", nargs="+", metavar="daily|weekly|subscribe|off|status",
+                        help="what to do (the words of Slack's /digest)")
     parser.add_argument("--date", type=_day, metavar="YYYY-MM-DD",
                         help="the digest's day (default: today in --tz)")
     parser.add_argument("--tz", metavar="ZONE", help="time zone (default: BRAIN_TZ)")
@@ -32,23 +37,30 @@ def register(sub: Any) -> None:  # argparse subparsers
 
 def _digest(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `brain --help` must not load the digest and LLM layers.
-    from bot.digest import make_digest
+    from bot.digest import parse_digest_request
     from bot.digest.data import local_today
-    from bot.llm.configs import make_provider, select_config
+
+    request = parse_digest_request(" ".join(args.words))
+    if request.action == "invalid":
+        return fail(request.reply_to_invalid())
 
     async def go() -> int:
-        async with open_store(args) as (settings, store):
-            tz = args.tz or settings.tz
+        async with open_brain(args) as v:
+            if request.action != "show":
+                print(await v.brain.digest_settings(user_id=v.user, request=request,
+                                                    channel=None, tz=args.tz))
+                return 0
+            tz = args.tz or v.settings.tz
             try:
                 ZoneInfo(tz)
             except (ZoneInfoNotFoundError, ValueError):
                 return fail(f"unknown time zone {tz!r}")
             try:
-                provider = make_provider(select_config(settings), settings)
+                v.brain.provider  # noqa: B018  (the configured model, or a clear error)
             except ValueError as exc:
                 return fail(str(exc))
-            digest = await make_digest(store, store.db, provider, user_id(settings, args),
-                                       args.kind, today=args.date or local_today(tz), tz=tz)
+            digest = await v.brain.digest(user_id=v.user, kind=str(request.kind),
+                                          today=args.date or local_today(tz), tz=tz)
         if args.json:
             print_json(digest.to_dict())
         else:

@@ -125,8 +125,8 @@ def _llm_check(settings: Settings) -> Any:
 
 
 async def _data_checks(settings: Settings) -> list[Any]:
+    from bot.brain import Brain
     from bot.slack.doctor import Check
-    from storage.db import Database
 
     checks = []
     data_dir = settings.data_dir.resolve()
@@ -141,8 +141,8 @@ async def _data_checks(settings: Settings) -> list[Any]:
         return checks
     checks.append(_temp_check(settings))
     try:
-        db = await Database.open(settings.db_url())
-        await db.close()
+        brain = await Brain.start(settings, with_llm=False)  # opens and migrates the database
+        await brain.close()
         checks.append(Check("Database", True, f"{_safe_url(settings.db_url())} opens"))
     except Exception as exc:  # any driver or migration error is a finding, not a crash
         checks.append(Check("Database", False, f"{_safe_url(settings.db_url())}: {exc}",
@@ -152,13 +152,13 @@ async def _data_checks(settings: Settings) -> list[Any]:
 
 def _temp_check(settings: Settings) -> Any:
     """Temp files a killed writer left in the vaults: removed (they are ours, never notes)."""
+    from bot.brain import clean_vault_temp
     from bot.slack.doctor import Check
-    from storage.vault import Vault
 
     root = settings.vault_root
     if not root.is_dir():
         return Check("Vault temp files", True, f"{root} does not exist yet")
-    removed = Vault(root).clean_temp()
+    removed = clean_vault_temp(root)
     detail = (f"removed {len(removed)} left by an interrupted write" if removed
               else "none left by interrupted writes")
     return Check("Vault temp files", True, detail)

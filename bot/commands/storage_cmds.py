@@ -15,7 +15,7 @@ import textwrap
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from bot.commands.common import add_common, fail, open_store, print_json, run
+from bot.commands.common import Opened, add_common, fail, open_brain, print_json, run
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -28,7 +28,7 @@ from storage.types import (
 )
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is opened by the verb, not by `brain --help`
-    from storage.store import Store
+    pass
 
 TITLE_MAX = 60
 CONTEXT_MAX = 100  # backlink lines in the human view
@@ -135,13 +135,13 @@ def print_entry_list(result: EntryList) -> None:
 
 # --- verbs -----------------------------------------------------------------------------------
 
-def _verb(args: argparse.Namespace, op: Callable[[Store], Awaitable[Any]],
+def _verb(args: argparse.Namespace, op: Callable[[Opened], Awaitable[Any]],
           show: Callable[[Any], None],
           as_json: Callable[[Any], Any] = lambda result: result.to_dict()) -> int:
     """Open the store, run one operation, print the result as text or JSON."""
     async def go() -> int:
-        async with open_store(args) as (_, store):
-            result = await op(store)
+        async with open_brain(args) as opened:
+            result = await op(opened)
         if args.json:
             print_json(as_json(result))
         else:
@@ -156,12 +156,12 @@ def cmd_add(args: argparse.Namespace) -> int:
     if not text:
         return fail("nothing to add: TEXT is empty")
     name = (args.name or "").strip() or title_from_text(text)
-    return _verb(args, lambda store: store.create(args.category, name, {"source": "cli"}, text),
+    return _verb(args, lambda v: v.store.create(args.category, name, {"source": "cli"}, text),
                  lambda entry: print_entry(entry, body=False))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    return _verb(args, lambda store: store.list(category=args.category, status=args.status,
+    return _verb(args, lambda v: v.store.list(category=args.category, status=args.status,
                                                 limit=args.limit), print_entry_list)
 
 
@@ -169,12 +169,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not query:
         return fail("nothing to search for: QUERY is empty")
-    return _verb(args, lambda store: store.search(query, category=args.category,
+    return _verb(args, lambda v: v.store.search(query, category=args.category,
                                                   limit=args.limit), print_entry_list)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    return _verb(args, lambda store: store.get(args.ref), print_entry)
+    return _verb(args, lambda v: v.store.get(args.ref), print_entry)
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -184,7 +184,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if not changes and args.append is None:
         return fail("nothing to update: give key=value pairs and/or --append TEXT")
-    return _verb(args, lambda store: store.update(args.ref, changes, append_body=args.append),
+    return _verb(args, lambda v: v.store.update(args.ref, changes, append_body=args.append),
                  print_entry)
 
 
@@ -193,7 +193,7 @@ def _print_move(result: MoveResult) -> None:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    return _verb(args, lambda store: store.move(args.ref, args.category), _print_move)
+    return _verb(args, lambda v: v.brain.move_entry(user_id=v.user, ref=args.ref, category=args.category), _print_move)
 
 
 def _print_backlinks(result: BacklinkList) -> None:
@@ -204,12 +204,12 @@ def _print_backlinks(result: BacklinkList) -> None:
 
 
 def cmd_backlinks(args: argparse.Namespace) -> int:
-    return _verb(args, lambda store: store.backlinks(args.ref), _print_backlinks)
+    return _verb(args, lambda v: v.store.backlinks(args.ref), _print_backlinks)
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    async def reindex(store: Store) -> tuple[str, RefreshStats]:
-        return str(store.vault.root), await store.refresh()
+    async def reindex(v: Opened) -> tuple[str, RefreshStats]:
+        return str(v.store.vault.root), await v.store.refresh()
 
     def show(result: tuple[str, RefreshStats]) -> None:
         root, stats = result

@@ -75,7 +75,20 @@ def test_json_form_without_a_key_falls_back_to_rules(vault: Path,
 
 def test_bad_input_is_refused(vault: Path, brain: Callable[..., Result]) -> None:
     done = brain("monthly", "--vault", str(vault))
-    assert done.code == 2 and "invalid choice" in done.err
+    assert done.code == 2 and "I don't know “monthly”" in done.err and "subscribe" in done.err
     done = brain("daily", "--vault", str(vault), "--tz", "Mars/Base")
     assert done.code == 2 and "unknown time zone" in done.err
     assert done.out == ""
+
+
+def test_settings_words_are_the_slack_ones(brain: Callable[..., Result]) -> None:
+    """`brain digest status | off | unsubscribe | subscribe` parse as Slack's /digest does."""
+    assert "No scheduled digests" in brain("status").out
+    done = brain("subscribe", "daily", "07:30")
+    assert done.code == 0 and "daily at 07:30" in done.out
+    assert "daily at 07:30" in brain("status").out
+    assert "turned off" in brain("unsubscribe").out
+    assert "No scheduled digests" in brain("status").out
+    brain("subscribe", "weekly")
+    assert "turned off" in brain("off", "weekly").out
+    assert brain("off", "forever").code == 2

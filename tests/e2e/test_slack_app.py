@@ -163,6 +163,28 @@ async def test_digest_with_an_unknown_argument_gets_usage_help(slack: Harness) -
     assert slack.fake.calls_to("hook:digest") == []
 
 
+async def test_digest_status_off_and_unsubscribe_work_in_slack(slack: Harness) -> None:
+    """The same words as `brain digest`: status, subscribe, off and its synonym unsubscribe."""
+    async def command(text: str, hook: str) -> str:
+        fields = payload("slash_command_digest_weekly.json")
+        fields.update(text=text, response_url=slack.fake.hook_url(hook),
+                      trigger_id=f"trig-{hook}")
+        status, _ = await slack.send.command(fields)
+        assert status == 200
+        hooks = await slack.fake.wait_for(f"hook:{hook}")
+        await slack.settle()
+        return str(hooks[0].body["text"])
+
+    assert "No scheduled digests" in await command("status", "s1")
+    assert "daily at 07:30" in await command("subscribe daily 07:30", "s2")
+    assert "daily at 07:30" in await command("status", "s3")
+    assert "turned off" in await command("off", "s4")
+    assert "weekly" in await command("subscribe weekly", "s5")
+    assert "turned off" in await command("unsubscribe", "s6")
+    assert "No scheduled digests" in await command("status", "s7")
+    slack.check_cards()
+
+
 async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
         slack: Harness) -> None:
     from datetime import datetime
