@@ -19,7 +19,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,15 +42,41 @@ class JobQueue:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._waiting: list[tuple[dict[str, Any], asyncio.Future[tuple[int, bool]]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def record(self, *, key: str, kind: str, user_id: str, lane: str,
                      payload: Any) -> tuple[int, bool]:
-        """Durably record a job (committed on return); False when `key` was seen before."""
-        async with self.db.session() as s:
-            job_id, new = await journal.record(s, key=key, kind=kind, user_id=user_id,
-                                               lane=lane, payload=payload)
-            await s.commit()
-        return job_id, new
+        """Durably record a job (committed on return); False when `key` was seen before.
+
+        Records that arrive together are committed together (one transaction, on the intake's
+        own connection): a burst of deliveries is acknowledged in a few commits, not one each.
+        """
+        for name, value in (("key", key), ("kind", kind), ("lane", lane)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"job {name} must be a non-empty string")
+        done: asyncio.Future[tuple[int, bool]] = asyncio.get_running_loop().create_future()
+        self._waiting.append(({"key": key, "kind": kind, "user_id": user_id, "lane": lane,
+                               "payload": payload}, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await done
+
+    async def _flush(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                async with self.db.intake_session() as s:
+                    recorded = [await journal.record(s, **job) for job, _ in batch]
+                    await s.commit()
+            except Exception as exc:  # nothing of the batch is recorded: each caller is told
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            for (_, done), result in zip(batch, recorded, strict=True):
+                if not done.done():
+                    done.set_result(result)
 
     async def claim(self, owner: str, limit: int, lease: timedelta = LEASE) -> list[JobRow]:
         async with self.db.session() as s:
@@ -69,9 +95,10 @@ class JobQueue:
             await journal.set_result(s, job_id, result)
             await s.commit()
 
-    async def finish(self, job_id: int, state: str, error: str | None = None) -> None:
+    async def finish(self, job_id: int, state: str, error: str | None = None,
+                     result: dict[str, Any] | None = None) -> None:
         async with self.db.session() as s:
-            await journal.finish(s, job_id, state, error)
+            await journal.finish(s, job_id, state, error, result)
             await s.commit()
 
     async def retry_later(self, owner: str, job_id: int, delay: float, error: str) -> None:
@@ -112,14 +139,22 @@ class JobContext:
     job: JobRow
     queue: JobQueue
     result: dict[str, Any]
+    noted: dict[str, Any] = field(default_factory=dict)
 
     @property
     def first_attempt(self) -> bool:
         return self.job.attempts <= 1
 
     async def remember(self, **effects: Any) -> None:
+        """Record effects now (a later step must not repeat them if this job runs again)."""
         self.result.update(effects)
         await self.queue.remember(self.job.id, effects)
+
+    def note(self, **effects: Any) -> None:
+        """Record effects with the job's end (one write fewer): for effects whose repetition
+        is found another way (a posted reply carries the job's key in Slack)."""
+        self.result.update(effects)
+        self.noted.update(effects)
 
 
 Handler = Callable[[JobContext], Awaitable[None]]
@@ -263,7 +298,7 @@ class Worker:
                     await self.queue.retry_later(self.owner, job.id,
                                                  self.retry_delays[max(step, 0)], reason)
                 return
-            await self.queue.finish(job.id, "done")
+            await self.queue.finish(job.id, "done", result=ctx.noted or None)
             self.done += 1
         except asyncio.CancelledError:
             raise

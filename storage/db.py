@@ -122,6 +122,8 @@ class Database:
         self.url = url
         self.engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._intake_engine: AsyncEngine | None = None
+        self._intake_sessions: async_sessionmaker[AsyncSession] | None = None
 
     @classmethod
     async def open(cls, url: str) -> Database:
@@ -129,7 +131,14 @@ class Database:
         file = _sqlite_file(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url)
+        kwargs: dict[str, Any] = {}
+        if file is not None:
+            # One connection per process: SQLite lets one writer at a time, and writers of one
+            # process that wait on each other inside SQLite sleep in its busy handler (1, 2, 5,
+            # 10 ... 100 ms), which under a burst costs far more than queueing for the one
+            # connection here. Other processes still wait through busy_timeout.
+            kwargs.update(pool_size=1, max_overflow=0, pool_timeout=60)
+        engine = create_async_engine(url, **kwargs)
         if engine.dialect.name == "sqlite":
             event.listen(engine.sync_engine, "connect", _set_sqlite_pragmas)
         try:
@@ -156,5 +165,21 @@ class Database:
     def session(self) -> AsyncSession:
         return self._sessions()
 
+    def intake_session(self) -> AsyncSession:
+        """A session for recording incoming work, which must not queue behind the work itself:
+        on SQLite its own connection (SQLite's own lock orders it with the other writes, each
+        of which is short); elsewhere the shared pool."""
+        if self.engine.dialect.name != "sqlite" or _sqlite_file(self.url) is None:
+            return self._sessions()
+        if self._intake_sessions is None:
+            self._intake_engine = create_async_engine(self.url, pool_size=1, max_overflow=0,
+                                                      pool_timeout=60)
+            event.listen(self._intake_engine.sync_engine, "connect", _set_sqlite_pragmas)
+            self._intake_sessions = async_sessionmaker(self._intake_engine,
+                                                       expire_on_commit=False)
+        return self._intake_sessions()
+
     async def close(self) -> None:
+        if self._intake_engine is not None:
+            await self._intake_engine.dispose()
         await self.engine.dispose()

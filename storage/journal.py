@@ -14,17 +14,21 @@ on each other's rows.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy import JSON, and_, bindparam, cast, delete, exists, func, or_, select, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from storage.errors import InvalidValue
 from storage.models import Job, utcnow
+from storage.repositories.common import dialect_insert
+from storage.text import clean_value
 
 STATES = ("pending", "running", "done", "failed")
 OPEN_STATES = ("pending", "running")
@@ -62,10 +66,29 @@ async def record(s: AsyncSession, *, key: str, kind: str, user_id: str, lane: st
     for name, value in (("key", key), ("kind", kind), ("lane", lane)):
         if not isinstance(value, str) or not value.strip():
             raise InvalidValue(f"job {name} must be a non-empty string")
+    now = utcnow()
+    insert = dialect_insert(s, Job)
+    if insert is None:  # a database without INSERT ... ON CONFLICT: a savepoint does it
+        return await _record_portably(s, key, kind, user_id, lane, payload, now)
+    # One statement: insert unless the key is known (the unique key is the dedupe record).
+    inserted = await s.scalar(
+        insert.values(key=key, kind=kind, user_id=user_id or "", lane=lane,
+                          payload=clean_value(payload), state="pending", attempts=0,
+                          created_at=now, updated_at=now)
+        .on_conflict_do_nothing(index_elements=["key"]).returning(Job.id))
+    if inserted is not None:
+        return int(inserted), True
+    found = await s.scalar(select(Job.id).where(Job.key == key))
+    if found is None:  # pragma: no cover - the conflict row cannot vanish inside a transaction
+        raise InvalidValue(f"job {key!r} neither inserted nor found")
+    return int(found), False
+
+
+async def _record_portably(s: AsyncSession, key: str, kind: str, user_id: str, lane: str,
+                           payload: Any, now: datetime) -> tuple[int, bool]:
     existing = await s.scalar(select(Job.id).where(Job.key == key))
     if existing is not None:
-        return existing, False
-    now = utcnow()
+        return int(existing), False
     job = Job(key=key, kind=kind, user_id=user_id or "", lane=lane, payload=payload,
               state="pending", attempts=0, created_at=now, updated_at=now)
     try:
@@ -75,53 +98,44 @@ async def record(s: AsyncSession, *, key: str, kind: str, user_id: str, lane: st
         found = await s.scalar(select(Job.id).where(Job.key == key))
         if found is None:
             raise
-        return found, False
+        return int(found), False
     return job.id, True
 
 
-def _claimable(now: datetime) -> Any:
-    """Pending, or running under a lease that ran out; and first of its lane."""
-    earlier = aliased(Job)
-    blocked = exists().where(earlier.lane == Job.lane, earlier.id < Job.id,
-                             earlier.state.in_(OPEN_STATES))
-    return and_(or_(and_(Job.state == "pending",
-                         or_(Job.lease_until.is_(None), Job.lease_until <= now)),
-                    and_(Job.state == "running", Job.lease_until < now)),
-                ~blocked)
+# A job is claimable when it is pending (and its retry pause is over), or running under a lease
+# that ran out; and no earlier job of its lane is open. Built once: the alias is costly.
+_EARLIER = aliased(Job)
+_NOW = bindparam("now", type_=Job.__table__.c.lease_until.type)
+_CLAIMABLE = and_(
+    or_(and_(Job.state == "pending", or_(Job.lease_until.is_(None), Job.lease_until <= _NOW)),
+        and_(Job.state == "running", Job.lease_until < _NOW)),
+    ~exists().where(_EARLIER.lane == Job.lane, _EARLIER.id < Job.id,
+                    _EARLIER.state.in_(OPEN_STATES)))
 
 
 async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
                 kinds: tuple[str, ...] | None = None) -> list[JobRow]:
-    """Take up to `limit` claimable jobs for `owner`, oldest first; each gets a lease."""
+    """Take up to `limit` claimable jobs for `owner`, oldest first; each gets a lease.
+
+    One `UPDATE ... WHERE id IN (claimable) RETURNING`: on SQLite the statement runs under the
+    database's write lock, on PostgreSQL the candidates are locked `FOR UPDATE SKIP LOCKED`
+    (rows another replica is claiming are skipped, not waited for) and re-checked."""
     if limit <= 0:
         return []
     now = utcnow()
-    query = select(Job.id, Job.state, Job.lease_until).where(_claimable(now))
+    candidates = select(Job.id).where(_CLAIMABLE)
     if kinds:
-        query = query.where(Job.kind.in_(kinds))
-    query = query.order_by(Job.id).limit(limit)
+        candidates = candidates.where(Job.kind.in_(kinds))
+    candidates = candidates.order_by(Job.id).limit(limit)
     if s.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True, of=Job)
-    candidates = (await s.execute(query)).all()
-    won: list[int] = []
-    for job_id, state, lease_until in candidates:
-        cond = [Job.id == job_id, Job.state == state]
-        if lease_until is not None:
-            cond.append(Job.lease_until == lease_until)
-        else:
-            cond.append(Job.lease_until.is_(None))
-        result = await s.execute(
-            update(Job).where(*cond).values(
-                state="running", lease_owner=owner, lease_until=now + lease,
+        candidates = candidates.with_for_update(skip_locked=True)
+    rows = await s.scalars(
+        update(Job).where(Job.id.in_(candidates.scalar_subquery()), _CLAIMABLE)
+        .values(state="running", lease_owner=owner, lease_until=now + lease,
                 attempts=Job.attempts + 1, updated_at=now)
-            .execution_options(synchronize_session=False))
-        if result.rowcount == 1:  # type: ignore[attr-defined]
-            won.append(job_id)
-    if not won:
-        return []
-    rows = await s.scalars(select(Job).where(Job.id.in_(won)).order_by(Job.id)
-                           .execution_options(populate_existing=True))
-    return [_row(j) for j in rows]
+        .returning(Job).execution_options(synchronize_session=False, populate_existing=True),
+        {"now": now})
+    return sorted((_row(j) for j in rows), key=lambda r: r.id)
 
 
 async def renew(s: AsyncSession, owner: str, job_ids: list[int], lease: timedelta) -> int:
@@ -137,22 +151,34 @@ async def renew(s: AsyncSession, owner: str, job_ids: list[int], lease: timedelt
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+def _merged(s: AsyncSession, patch: dict[str, Any]) -> Any:
+    """`result` with `patch`'s keys set, in SQL (one statement, no read first)."""
+    value = json.dumps(clean_value(patch))
+    if s.get_bind().dialect.name == "postgresql":
+        current = func.coalesce(func.nullif(cast(Job.result, JSONB), cast("null", JSONB)),
+                                cast("{}", JSONB))
+        return cast(current.op("||")(cast(value, JSONB)), JSON)
+    return func.json_patch(func.coalesce(Job.result, "{}"), value)
+
+
 async def set_result(s: AsyncSession, job_id: int, result: dict[str, Any]) -> None:
     """Merge `result` into the job's record of effects already made (e.g. a posted reply)."""
-    current = await s.scalar(select(Job.result).where(Job.id == job_id))
-    merged = {**(current or {}), **result}
     await s.execute(update(Job).where(Job.id == job_id)
-                    .values(result=merged, updated_at=utcnow())
+                    .values(result=_merged(s, result), updated_at=utcnow())
                     .execution_options(synchronize_session=False))
 
 
-async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = None) -> None:
+async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = None,
+                 result: dict[str, Any] | None = None) -> None:
+    """The job is done or failed; `result`, effects recorded with the end (one statement)."""
     if state not in ("done", "failed"):
         raise InvalidValue(f"a job finishes done or failed, not {state!r}")
     now = utcnow()
-    await s.execute(update(Job).where(Job.id == job_id)
-                    .values(state=state, error=error, lease_owner=None, lease_until=None,
-                            finished_at=now, updated_at=now)
+    values: dict[str, Any] = {"state": state, "error": error, "lease_owner": None,
+                              "lease_until": None, "finished_at": now, "updated_at": now}
+    if result:
+        values["result"] = _merged(s, result)
+    await s.execute(update(Job).where(Job.id == job_id).values(**values)
                     .execution_options(synchronize_session=False))
 
 

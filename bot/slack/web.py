@@ -67,19 +67,28 @@ def permanent(exc: SlackClientError) -> bool:
 
 
 async def post_once(client: AsyncWebClient, job: JobContext, channel: str,
-                    thread_ts: str | None, msg: SlackMessage, *, slot: str = "reply") -> str | None:
+                    thread_ts: str | None, msg: SlackMessage, *, slot: str = "reply",
+                    may_be_posted: bool | None = None) -> str | None:
     """Post `msg` for this job at most once; returns its ts (None when Slack refused it for
-    good). Raises on a failure worth retrying, so the job runs again."""
+    good). Raises on a failure worth retrying, so the job runs again.
+
+    The reply carries the job's key in its metadata. Before posting, the job records that it
+    is posting; a later run finds that record and looks for the reply in the thread. A caller
+    that knows whether an earlier run can have posted (`may_be_posted`: the turn handler, whose
+    turn is stored before its reply is posted) skips that write, and the ts is recorded with
+    the job's end."""
     done = job.result.get(f"{slot}_ts")
     if done:
         return str(done)
     marker = f"{job.job.key}#{slot}"
-    if job.result.get(f"{slot}_posting"):
+    look = job.result.get(f"{slot}_posting") if may_be_posted is None else may_be_posted
+    if look:
         found = await find_posted(client, channel, thread_ts, marker)
         if found:
-            await job.remember(**{f"{slot}_ts": found})
+            job.note(**{f"{slot}_ts": found})
             return found
-    await job.remember(**{f"{slot}_posting": True})
+    if may_be_posted is None:
+        await job.remember(**{f"{slot}_posting": True})
     kwargs: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
     try:
         resp = await client.chat_postMessage(
@@ -92,7 +101,7 @@ async def post_once(client: AsyncWebClient, job: JobContext, channel: str,
             return None
         raise
     ts = str(resp.get("ts") or "")
-    await job.remember(**{f"{slot}_ts": ts})
+    job.note(**{f"{slot}_ts": ts})  # a later run finds the reply by its metadata anyway
     return ts or None
 
 

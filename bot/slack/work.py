@@ -61,15 +61,18 @@ class SlackWork:
             conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
             text=p["text"], source=permalink(channel, ts), channel=channel,
             thread_ts=thread_ts, job=job.job)
+        # The turn is stored before its reply is posted: only a run of a job whose turn was
+        # already stored (by an earlier run) can find its reply posted.
         posted = await web.post_once(self.client, job, channel, thread_ts,
-                                     cards.turn_message(result))
+                                     cards.turn_message(result),
+                                     may_be_posted="turn" in job.result)
         if not posted:  # a reply clears the status; without one, clear it here
             await web.set_status(self.client, channel, thread_ts, "")
         if posted and not job.result.get("linked"):
             for ch, card_ts, data, text in await self.brain.shown_at(result, channel, posted):
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
-            await job.remember(linked=True)
+            job.note(linked=True)
         if any(e.status == "ok" and e.tool in KEEPING_TOOLS for e in result.executions):
             await self.home.refresh(user)  # the turn changed a note: an open Home shows it
 

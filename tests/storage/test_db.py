@@ -97,8 +97,8 @@ async def test_migration_matches_the_models(tmp_path: Path) -> None:
 async def test_pragmas_hold_on_every_connection(tmp_path: Path) -> None:
     db = await Database.open(url_for(tmp_path / "brain.db"))
     try:
-        # Two sessions at once use two pooled connections; each must have the pragmas.
-        async with db.session() as s1, db.session() as s2:
+        # The work's connection and the intake's own one (open at once): both have them.
+        async with db.session() as s1, db.intake_session() as s2:
             for s in (s1, s2):
                 assert (await s.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
                 assert (await s.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
