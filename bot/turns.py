@@ -66,9 +66,10 @@ class TurnResult:
 def _execution_dict(e: Execution) -> dict[str, Any]:
     output = None if e.output is None else {"kind": e.output.kind, "data": e.output.data,
                                             "text": e.output.text}
+    # `content` (what the model read, up to 6,000 characters) is in the stored turn's
+    # messages already; a replayed result only renders cards, from `output`.
     return {"call_id": e.call_id, "tool": e.tool, "arguments": e.arguments, "status": e.status,
-            "output": output, "error": e.error, "content": e.content,
-            "duration_ms": e.duration_ms}
+            "output": output, "error": e.error, "duration_ms": e.duration_ms}
 
 
 def _execution(d: dict[str, Any]) -> Execution:
