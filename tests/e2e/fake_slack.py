@@ -56,6 +56,7 @@ class FakeSlack:
         self._changed = asyncio.Event()
         self.port = 0
         self.delay = 0.0  # seconds added to every Web API answer (benchmarks)
+        self._stopping = asyncio.Event()  # cuts a delay short when the fake stops
         self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> messages
         self.homes: dict[str, dict[str, Any]] = {}  # user -> the Home view last published
         self.names: dict[str, str] = {}  # user -> display name (users.info)
@@ -81,6 +82,7 @@ class FakeSlack:
         return self
 
     async def stop(self) -> None:
+        self._stopping.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -157,7 +159,8 @@ class FakeSlack:
         call = Call(method, body, token, dict(request.headers))
         self.calls.append(call)
         if self.delay:
-            await asyncio.sleep(self.delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=self.delay)
         scripted = self._scripted.get(method)
         if scripted:
             s = scripted.pop(0)

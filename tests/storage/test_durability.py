@@ -123,8 +123,7 @@ def test_any_text_through_every_writing_tool_parses_back(tmp_path: Path, text: s
                                                           value: str, tag: str) -> None:
     async def go() -> None:
         unique = uuid.uuid4().hex[:12]  # hypothesis seeds `random`: examples would collide
-        url = fresh_url(tmp_path, name=f"u{unique}")
-        db = await Database.open(url)
+        db = await Database.open(fresh_url(tmp_path))  # one database; a vault per example
         root = tmp_path / f"vault-{unique}"
         ctx = ToolContext(store=Store(Vault(root), db), db=db, user_id="u1")
         try:
