@@ -122,6 +122,7 @@ class Database:
         self.url = url
         self.engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._lock_engine: AsyncEngine | None = None
 
     @classmethod
     async def open(cls, url: str) -> Database:
@@ -156,5 +157,15 @@ class Database:
     def session(self) -> AsyncSession:
         return self._sessions()
 
+    def lock_engine(self) -> AsyncEngine:
+        """Connections for held locks (storage.locks), apart from the pool sessions use: a
+        lock's holder needs a session's connection for its work, so lock waiters must not sit
+        on those. Made on first use (only PostgreSQL's cross-machine vault lock needs it)."""
+        if self._lock_engine is None:
+            self._lock_engine = create_async_engine(self.url, pool_size=1, max_overflow=50)
+        return self._lock_engine
+
     async def close(self) -> None:
+        if self._lock_engine is not None:
+            await self._lock_engine.dispose()
         await self.engine.dispose()
