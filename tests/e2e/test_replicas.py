@@ -128,6 +128,8 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
         share, taken_over = await rs.journal_figures(url, replicas)
         codes = [await rs.stop(r) for r in replicas if r.alive]
         assert codes == [0] * (REPLICAS - 1)
+        for replica in replicas:  # no error, no traceback, no lease lost by a live replica
+            assert replica.log_text() == "", f"{replica.name}: {replica.log_text()[-3000:]}"
 
         # Filed once: each DM's text is in exactly one note of the shared vault.
         vault = tmp_path / "data" / "vaults" / USER
