@@ -301,6 +301,7 @@ class Worker:
                 if job.attempts >= self.max_attempts:
                     await self._give_up(ctx, reason)
                 else:  # again after a pause, here or in another process
+                    self._ending.add(job.id)
                     step = min(job.attempts, len(self.retry_delays)) - 1
                     await self.queue.retry_later(self.owner, job.id,
                                                  self.retry_delays[max(step, 0)], reason)
