@@ -2,9 +2,10 @@
 an operator runs replicas behind a load balancer: what the replica tests drive.
 
 Each replica logs to its own file (a pipe nobody reads would fill up and stall the process).
-`LoadBalancer` sends each signed request to the next live replica in turn; a request that gets
-no answer (its replica died under it) is delivered again to the next one with Slack's retry
-headers, as Slack does when it gets no ack.
+`LoadBalancer` sends each signed request to the next replica in its rotation; a request that
+gets no answer (its replica died) takes that replica out of the rotation (a passive health
+check, as nginx's) and is delivered again to the next one with Slack's retry headers, as Slack
+does when it gets no ack.
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ class Replica:
     url: str
     send: SlackSender
     log: Path
-    alive: bool = True
+    in_rotation: bool = True  # the load balancer still sends it requests
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None
 
     @property
     def pid(self) -> int:
@@ -85,14 +90,11 @@ async def start_all(count: int, env: dict[str, str], cwd: Path) -> list[Replica]
     return replicas
 
 
-async def kill(replica: Replica, noticed_after: float = 0.5) -> None:
+async def kill(replica: Replica) -> None:
     """SIGKILL: no shutdown, no drain; its leases run out and others take its work. The load
-    balancer keeps sending it requests until its health check notices (they go unanswered,
-    so Slack delivers them again)."""
+    balancer does not know yet: the next request it sends there goes unanswered."""
     replica.proc.send_signal(signal.SIGKILL)
     await replica.proc.wait()
-    await asyncio.sleep(noticed_after)
-    replica.alive = False
 
 
 async def stop(replica: Replica) -> int:
@@ -127,7 +129,7 @@ class LoadBalancer:
         self.acked_by: Counter[str] = Counter()
 
     def _next(self, avoid: Replica | None = None) -> Replica:
-        live = [r for r in self.replicas if r.alive and r is not avoid]
+        live = [r for r in self.replicas if r.in_rotation and r is not avoid]
         assert live, "no replica left"
         return live[next(self._turn) % len(live)]
 
@@ -137,7 +139,8 @@ class LoadBalancer:
             replica = self._next()
             try:
                 status, _ = await replica.send.event(body, retry=attempt or None)
-            except aiohttp.ClientError:  # the replica died with the request in flight
+            except aiohttp.ClientError:  # the replica is gone: out of the rotation
+                replica.in_rotation = False
                 status = 0
             if status == 200:
                 self.acked_by[replica.name] += 1
