@@ -8,6 +8,11 @@ time, in the order they were recorded, across processes (the claim enforces it).
 
 Handlers make their effects idempotent with `JobContext.result` / `JobContext.remember`: an
 effect already recorded there (a reply posted) is not made again when the job runs twice.
+
+Replicas share the journal. A worker that loses a job's lease (it stalled past the lease, or
+lost the database for that long, and another worker took the job over) stops that job: the
+renewal finds it gone and cancels it, and recording an effect or the end raises `LeaseLost`,
+so two workers never both carry a job's effects through.
 """
 
 from __future__ import annotations
@@ -29,12 +34,17 @@ from storage.journal import JobRow
 
 log = logging.getLogger(__name__)
 
-__all__ = ["JobContext", "JobQueue", "JobRow", "Worker"]
+__all__ = ["JobContext", "JobQueue", "JobRow", "LeaseLost", "Worker"]
 
 LEASE = timedelta(seconds=60)
 MAX_ATTEMPTS = 5
 RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
+CLAIM_BATCH = 4  # jobs taken per claim
 JOB_MEMORY = timedelta(days=1)  # finished jobs are kept this long (retries come within minutes)
+
+
+class LeaseLost(Exception):
+    """This worker no longer holds the job: another one took it over."""
 
 
 class JobQueue:
@@ -84,27 +94,37 @@ class JobQueue:
             await s.commit()
         return rows
 
-    async def renew(self, owner: str, job_ids: list[int], lease: timedelta = LEASE) -> int:
+    async def renew(self, owner: str, job_ids: list[int],
+                    lease: timedelta = LEASE) -> list[int]:
+        """The ids of `job_ids` whose leases `owner` still holds (now extended)."""
         async with self.db.session() as s:
             held = await journal.renew(s, owner, job_ids, lease)
             await s.commit()
         return held
 
-    async def remember(self, job_id: int, result: dict[str, Any]) -> None:
+    async def remember(self, job_id: int, result: dict[str, Any],
+                       owner: str | None = None) -> None:
+        """Record effects; with `owner`, LeaseLost when it no longer holds the job."""
         async with self.db.session() as s:
-            await journal.set_result(s, job_id, result)
+            held = await journal.set_result(s, job_id, result, owner)
             await s.commit()
+        if not held:
+            raise LeaseLost(f"job {job_id} was taken over by another worker")
 
     async def finish(self, job_id: int, state: str, error: str | None = None,
-                     result: dict[str, Any] | None = None) -> None:
+                     owner: str | None = None, result: dict[str, Any] | None = None) -> bool:
+        """End the job (with effects noted for its end); with `owner`, False (nothing
+        written) when it no longer holds it."""
         async with self.db.session() as s:
-            await journal.finish(s, job_id, state, error, result)
+            held = await journal.finish(s, job_id, state, error, owner, result)
             await s.commit()
+        return held
 
-    async def retry_later(self, owner: str, job_id: int, delay: float, error: str) -> None:
+    async def retry_later(self, owner: str, job_id: int, delay: float, error: str) -> bool:
         async with self.db.session() as s:
-            await journal.retry_later(s, owner, job_id, timedelta(seconds=delay), error)
+            held = await journal.retry_later(s, owner, job_id, timedelta(seconds=delay), error)
             await s.commit()
+        return held
 
     async def release(self, owner: str, job_ids: list[int]) -> int:
         async with self.db.session() as s:
@@ -139,6 +159,7 @@ class JobContext:
     job: JobRow
     queue: JobQueue
     result: dict[str, Any]
+    owner: str | None = None  # the worker holding the lease (None: not fenced)
     noted: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -146,9 +167,11 @@ class JobContext:
         return self.job.attempts <= 1
 
     async def remember(self, **effects: Any) -> None:
-        """Record effects now (a later step must not repeat them if this job runs again)."""
+        """Record effects the moment they are made (a later run must not repeat them);
+        LeaseLost when another worker has taken the job over (the handler stops: the effects
+        are theirs to make)."""
+        await self.queue.remember(self.job.id, effects, self.owner)
         self.result.update(effects)
-        await self.queue.remember(self.job.id, effects)
 
     def note(self, **effects: Any) -> None:
         """Record effects with the job's end (one write fewer): for effects whose repetition
@@ -170,12 +193,14 @@ class Worker:
 
     def __init__(self, queue: JobQueue, handlers: dict[str, Handler], *,
                  give_up: GiveUp | None = None, concurrency: int = 64, poll: float = 1.0,
+                 batch: int = CLAIM_BATCH,
                  lease: timedelta = LEASE, max_attempts: int = MAX_ATTEMPTS,
                  retry_delays: tuple[float, ...] = RETRY_DELAYS) -> None:
         self.queue = queue
         self.handlers = handlers
         self.give_up = give_up
         self.concurrency = concurrency
+        self.batch = max(batch, 1)
         self.poll = poll
         self.lease = lease
         self.max_attempts = max_attempts
@@ -183,6 +208,7 @@ class Worker:
         self.owner = worker_id()
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
+        self._ending: set[int] = set()  # jobs whose end is being recorded
         self._stopping = False
         self._loop_task: asyncio.Task[None] | None = None
         self._renew_task: asyncio.Task[None] | None = None
@@ -246,7 +272,9 @@ class Worker:
 
     async def _loop(self) -> None:
         while not self._stopping:
-            room = self.concurrency - len(self._running)
+            # A few at a time: replicas each take a share of a burst (each claims the work it
+            # took in at once), instead of the first to look taking all of it.
+            room = min(self.concurrency - len(self._running), self.batch)
             claimed: list[JobRow] = []
             if room > 0:
                 try:
@@ -267,26 +295,40 @@ class Worker:
         while True:
             await asyncio.sleep(interval)
             if self._running:
+                ids = list(self._running)
                 try:
-                    await self.queue.renew(self.owner, list(self._running), self.lease)
+                    held = set(await self.queue.renew(self.owner, ids, self.lease))
                 except Exception as exc:
                     log.warning("renewing job leases failed: %s", exc)
+                    continue
+                for job_id in ids:
+                    task = self._running.get(job_id)
+                    if job_id not in held and job_id not in self._ending and \
+                            task is not None and not task.done():
+                        # Ended meanwhile, or taken over: our run must not go on.
+                        log.warning("job %s: lease lost (another worker has it); stopping "
+                                    "it here", job_id)
+                        task.cancel()
 
     async def _run(self, job: JobRow) -> None:
-        ctx = JobContext(job, self.queue, dict(job.result or {}))
+        ctx = JobContext(job, self.queue, dict(job.result or {}), self.owner)
         try:
             if job.attempts > self.max_attempts:
                 await self._give_up(ctx, f"gave up after {job.attempts - 1} attempts")
                 return
             handler = self.handlers.get(job.kind)
             if handler is None:
-                await self.queue.finish(job.id, "failed", f"no handler for kind {job.kind!r}")
+                await self._end(job, "failed", f"no handler for kind {job.kind!r}")
                 log.error("job %s: no handler for kind %r", job.id, job.kind)
                 return
             try:
                 await handler(ctx)
             except asyncio.CancelledError:
                 raise
+            except LeaseLost:
+                log.warning("job %s: taken over by another worker (this one's lease ran "
+                            "out); stopped here", job.id)
+                return
             except Exception as exc:
                 log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
                               job.attempts)
@@ -294,18 +336,20 @@ class Worker:
                 if job.attempts >= self.max_attempts:
                     await self._give_up(ctx, reason)
                 else:  # again after a pause, here or in another process
+                    self._ending.add(job.id)
                     step = min(job.attempts, len(self.retry_delays)) - 1
                     await self.queue.retry_later(self.owner, job.id,
                                                  self.retry_delays[max(step, 0)], reason)
                 return
-            await self.queue.finish(job.id, "done", result=ctx.noted or None)
-            self.done += 1
+            if await self._end(job, "done", result=ctx.noted or None):
+                self.done += 1
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("job %s: could not record its end; it will run again", job.id)
         finally:
             self._running.pop(job.id, None)
+            self._ending.discard(job.id)
             self._wake.set()  # the lane's next job may be claimable now
 
     async def _give_up(self, ctx: JobContext, reason: str) -> None:
@@ -315,4 +359,14 @@ class Worker:
                 await self.give_up(ctx, reason)
             except Exception:
                 log.exception("job %s: the give-up handler failed", ctx.job.id)
-        await self.queue.finish(ctx.job.id, "failed", reason)
+        await self._end(ctx.job, "failed", reason)
+
+    async def _end(self, job: JobRow, state: str, error: str | None = None,
+                   result: dict[str, Any] | None = None) -> bool:
+        """Record the job's end while this worker holds it; False when it was taken over."""
+        self._ending.add(job.id)  # the renewal must not cancel it while its end is written
+        if await self.queue.finish(job.id, state, error, owner=self.owner, result=result):
+            return True
+        log.warning("job %s: taken over by another worker before it ended here; its end is "
+                    "theirs to record", job.id)
+        return False

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from bot import corrections
 from bot.config import Settings
 from bot.history import build_history, message_to_dict
-from bot.jobs import JobRow
+from bot.jobs import JobRow, LeaseLost
 from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
 from bot.loop import LoopOutcome, run_turn
 from bot.prompts import system_prompt
@@ -159,7 +159,8 @@ class TurnRunner:
                             turn_id, outage=outage, rescued=rescued)
         status = "outage" if outage else ("rescued" if rescued else "ok")
         await self.finish(conv.id, turn_id, outcome, status=status,
-                           job_id=job.id if job else None, result=result)
+                           job_id=job.id if job else None, result=result,
+                           job_owner=job.lease_owner if job else None)
         return result
 
     async def _rescue(self, ctx: ToolContext, text: str, reason: str, outcome: LoopOutcome,
@@ -185,7 +186,7 @@ class TurnRunner:
 
     async def finish(self, conversation_id: int, turn_id: int, outcome: LoopOutcome,
                       *, status: str, job_id: int | None = None,
-                      result: TurnResult | None = None) -> None:
+                      result: TurnResult | None = None, job_owner: str | None = None) -> None:
         """Store the whole turn at once: messages, tool runs, usage, and for a job the turn's
         result (in the same transaction: a job never has a finished turn without it)."""
         async with self.db.session() as s:
@@ -200,8 +201,12 @@ class TurnRunner:
             await repositories.finish_turn(s, turn_id, outcome.text, status,
                                            outcome.usage.input_tokens,
                                            outcome.usage.output_tokens, outcome.llm_calls)
-            if job_id is not None and result is not None:
-                await journal.set_result(s, job_id, {"turn": result.to_dict()})
+            # Fenced: a worker whose lease was taken over stores nothing of its turn (the new
+            # holder runs it, and finds the notes this one filed by their ids).
+            if job_id is not None and result is not None and not await journal.set_result(
+                    s, job_id, {"turn": result.to_dict()}, owner=job_owner):
+                await s.rollback()
+                raise LeaseLost(f"job {job_id} was taken over before its turn was stored")
             await s.commit()
 
     async def record(self, key: str, user_id: str, user_text: str, reply: str) -> None:

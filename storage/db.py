@@ -124,6 +124,7 @@ class Database:
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self._intake_engine: AsyncEngine | None = None
         self._intake_sessions: async_sessionmaker[AsyncSession] | None = None
+        self._lock_engine: AsyncEngine | None = None
 
     @classmethod
     async def open(cls, url: str) -> Database:
@@ -179,7 +180,16 @@ class Database:
                                                        expire_on_commit=False)
         return self._intake_sessions()
 
+    def lock_engine(self) -> AsyncEngine:
+        """Connections for held locks (storage.locks), apart from the pool sessions use: a
+        lock's holder needs a session's connection for its work, so lock waiters must not sit
+        on those. Made on first use (only PostgreSQL's cross-machine vault lock needs it)."""
+        if self._lock_engine is None:
+            self._lock_engine = create_async_engine(self.url, pool_size=1, max_overflow=50)
+        return self._lock_engine
+
     async def close(self) -> None:
-        if self._intake_engine is not None:
-            await self._intake_engine.dispose()
+        for extra in (self._intake_engine, self._lock_engine):
+            if extra is not None:
+                await extra.dispose()
         await self.engine.dispose()

@@ -10,16 +10,36 @@ Every function takes an explicit `AsyncSession`; the caller commits. The claim i
 compare-and-set (`UPDATE ... WHERE state = <what we read>`), so two claimers never both win;
 on PostgreSQL the candidate rows are read `FOR UPDATE SKIP LOCKED`, so replicas do not queue
 on each other's rows.
+
+Leases are fenced: given its owner, recording an effect or the end of a job succeeds only while
+that owner still holds the lease, so a worker whose lease ran out (stalled, cut off from the
+database) cannot finish a job another worker has taken over. A finished job keeps the owner
+that finished it (`lease_owner`: which replica ran it). Lease times come from the database's
+clock on PostgreSQL (replicas on several machines need not agree on the time), from this
+machine's on SQLite (one machine).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import JSON, and_, bindparam, cast, delete, exists, func, or_, select, update
+from sqlalchemy import (
+    JSON,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -102,6 +122,15 @@ async def _record_portably(s: AsyncSession, key: str, kind: str, user_id: str, l
     return job.id, True
 
 
+async def clock(s: AsyncSession) -> datetime:
+    """The time leases are measured in: the database server's clock where there is a server."""
+    if s.get_bind().dialect.name == "postgresql":
+        found = await s.scalar(select(func.now()))
+        if isinstance(found, datetime) and found.tzinfo is not None:
+            return found.astimezone(UTC)
+    return utcnow()
+
+
 # A job is claimable when it is pending (and its retry pause is over), or running under a lease
 # that ran out; and no earlier job of its lane is open. Built once: the alias is costly.
 _EARLIER = aliased(Job)
@@ -122,7 +151,7 @@ async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
     (rows another replica is claiming are skipped, not waited for) and re-checked."""
     if limit <= 0:
         return []
-    now = utcnow()
+    now = await clock(s)
     candidates = select(Job.id).where(_CLAIMABLE)
     if kinds:
         candidates = candidates.where(Job.kind.in_(kinds))
@@ -138,48 +167,67 @@ async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
     return sorted((_row(j) for j in rows), key=lambda r: r.id)
 
 
-async def renew(s: AsyncSession, owner: str, job_ids: list[int], lease: timedelta) -> int:
-    """Extend the leases `owner` still holds; returns how many it still holds."""
+async def renew(s: AsyncSession, owner: str, job_ids: list[int], lease: timedelta) -> list[int]:
+    """Extend the leases `owner` still holds; returns the ids it still holds (a job missing
+    was taken over by another worker after its lease ran out, or ended meanwhile)."""
     if not job_ids:
-        return 0
-    now = utcnow()
-    result = await s.execute(
+        return []
+    now = await clock(s)
+    held = await s.scalars(
         update(Job).where(Job.id.in_(job_ids), Job.lease_owner == owner,
                           Job.state == "running")
         .values(lease_until=now + lease, updated_at=now)
+        .returning(Job.id)
         .execution_options(synchronize_session=False))
-    return int(result.rowcount)  # type: ignore[attr-defined]
+    return sorted(held)
 
 
 def _merged(s: AsyncSession, patch: dict[str, Any]) -> Any:
     """`result` with `patch`'s keys set, in SQL (one statement, no read first)."""
     value = json.dumps(clean_value(patch))
     if s.get_bind().dialect.name == "postgresql":
-        current = func.coalesce(func.nullif(cast(Job.result, JSONB), cast("null", JSONB)),
-                                cast("{}", JSONB))
-        return cast(current.op("||")(cast(value, JSONB)), JSON)
+        def jsonb(text: str) -> Any:  # text parsed by the server, not re-encoded by the driver
+            return cast(literal(text, Text), JSONB)
+
+        current = func.coalesce(func.nullif(cast(Job.result, JSONB), jsonb("null")),
+                                jsonb("{}"))
+        return cast(current.op("||")(jsonb(value)), JSON)
     return func.json_patch(func.coalesce(Job.result, "{}"), value)
 
 
-async def set_result(s: AsyncSession, job_id: int, result: dict[str, Any]) -> None:
-    """Merge `result` into the job's record of effects already made (e.g. a posted reply)."""
-    await s.execute(update(Job).where(Job.id == job_id)
-                    .values(result=_merged(s, result), updated_at=utcnow())
-                    .execution_options(synchronize_session=False))
+def _held(job_id: int, owner: str | None) -> list[Any]:
+    """The job, and (given an owner) only while that owner holds it."""
+    cond = [Job.id == job_id]
+    if owner is not None:
+        cond += [Job.lease_owner == owner, Job.state == "running"]
+    return cond
+
+
+async def set_result(s: AsyncSession, job_id: int, result: dict[str, Any],
+                     owner: str | None = None) -> bool:
+    """Merge `result` into the job's record of effects already made (e.g. a posted reply).
+    With `owner`: only while it holds the lease (False, nothing written, when it does not)."""
+    done = await s.execute(update(Job).where(*_held(job_id, owner))
+                           .values(result=_merged(s, result), updated_at=utcnow())
+                           .execution_options(synchronize_session=False))
+    return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
 async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = None,
-                 result: dict[str, Any] | None = None) -> None:
-    """The job is done or failed; `result`, effects recorded with the end (one statement)."""
+                 owner: str | None = None, result: dict[str, Any] | None = None) -> bool:
+    """The job ends done or failed, with `result` (effects recorded with the end) merged in.
+    With `owner`: only while it holds the lease (False when another worker took the job
+    over), and the job keeps it as who finished it."""
     if state not in ("done", "failed"):
         raise InvalidValue(f"a job finishes done or failed, not {state!r}")
     now = utcnow()
-    values: dict[str, Any] = {"state": state, "error": error, "lease_owner": None,
+    values: dict[str, Any] = {"state": state, "error": error, "lease_owner": owner,
                               "lease_until": None, "finished_at": now, "updated_at": now}
     if result:
         values["result"] = _merged(s, result)
-    await s.execute(update(Job).where(Job.id == job_id).values(**values)
-                    .execution_options(synchronize_session=False))
+    done = await s.execute(update(Job).where(*_held(job_id, owner)).values(**values)
+                           .execution_options(synchronize_session=False))
+    return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
 async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
@@ -198,13 +246,15 @@ async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
 
 
 async def retry_later(s: AsyncSession, owner: str, job_id: int, delay: timedelta,
-                      error: str) -> None:
-    """A failed attempt: pending again, claimable after `delay` (its lane waits for it)."""
-    now = utcnow()
-    await s.execute(update(Job).where(Job.id == job_id, Job.lease_owner == owner)
-                    .values(state="pending", lease_owner=None, lease_until=now + delay,
-                            error=error, updated_at=now)
-                    .execution_options(synchronize_session=False))
+                      error: str) -> bool:
+    """A failed attempt: pending again, claimable after `delay` (its lane waits for it).
+    False when `owner` no longer held the job."""
+    now = await clock(s)
+    result = await s.execute(update(Job).where(*_held(job_id, owner))
+                             .values(state="pending", lease_owner=None,
+                                     lease_until=now + delay, error=error, updated_at=now)
+                             .execution_options(synchronize_session=False))
+    return int(result.rowcount) == 1  # type: ignore[attr-defined]
 
 
 async def get(s: AsyncSession, job_id: int) -> JobRow | None:

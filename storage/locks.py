@@ -1,11 +1,22 @@
-"""A lock per vault shared by every process on the machine (the CLI and the bot), so a
-read-modify-write of a note (update, move, trash) never interleaves with another one.
+"""Locks that keep writers of one vault apart: in one process, on one machine, and on several
+machines sharing the vault (a network file system) and one PostgreSQL.
 
-`fcntl.flock` on a lock file named after the vault's real path, in a folder of the machine's
-temp directory (never in the vault: the user's folder gets no files of ours). The kernel drops
-the lock when its holder dies, so a `kill -9` never leaves a vault locked. Each acquisition opens its own file description, so two
-coroutines of one process exclude each other too. Taken without blocking the event loop: a
-busy lock is retried after a short sleep.
+`vault_lock` guards a read-modify-write of a note (update, move, trash). First `fcntl.flock` on
+a lock file named after the vault's real path, in a folder of the machine's temp directory
+(never in the vault: the user's folder gets no files of ours): every process on the machine,
+the CLI and the bot, and every coroutine (each acquisition opens its own file description).
+The kernel drops it when its holder dies, so a `kill -9` never leaves a vault locked. Then, on
+PostgreSQL, an advisory lock per vault, which the other machines see too: held in a transaction
+on a connection of its own (the holder's work needs the pool's connections; a waiter must never
+sit on one of those), released when that transaction ends, or by the server when the holder's
+connection dies. Only one process per machine waits for it (the flock comes first).
+
+`index_lock` makes one transaction's index writes of a vault wait for another process's (a
+rescan and another replica's re-index of the same new file would both insert it): an advisory
+lock until commit on PostgreSQL; SQLite's single writer needs none.
+
+Replicas name a vault by its path: every machine must mount the shared vault root at the same
+path (the search index keys rows by it as well).
 """
 
 from __future__ import annotations
@@ -18,15 +29,31 @@ import os
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from storage.db import Database
+
 WAIT_SECONDS = 10.0
 _STEP = 0.002
+# A lock whose holder's machine vanished without closing its connection is freed after this.
+ORPHAN_SECONDS = 60
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE when lock_timeout runs out
 
 
 class LockTimeout(StorageError):
     code = "busy"
+
+
+def _busy(timeout: float) -> LockTimeout:
+    return LockTimeout(f"the vault is busy (another write held it for {timeout:.0f} s); "
+                       "try again")
 
 
 def lock_path(root: Path) -> Path:
@@ -37,8 +64,13 @@ def lock_path(root: Path) -> Path:
     return folder / f"{digest}.lock"
 
 
+def lock_key(name: str) -> int:
+    """A PostgreSQL advisory lock key (one signed 64-bit number) for `name`."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
 @contextlib.asynccontextmanager
-async def vault_lock(root: Path, timeout: float = WAIT_SECONDS) -> AsyncIterator[None]:
+async def _machine_lock(root: Path, timeout: float) -> AsyncIterator[None]:
     fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         loop = asyncio.get_running_loop()
@@ -50,10 +82,53 @@ async def vault_lock(root: Path, timeout: float = WAIT_SECONDS) -> AsyncIterator
                 break
             except BlockingIOError:
                 if loop.time() >= deadline:
-                    raise LockTimeout(f"the vault is busy (another write held it for "
-                                      f"{timeout:.0f} s); try again") from None
+                    raise _busy(timeout) from None
                 await asyncio.sleep(step)
                 step = min(step * 2, 0.05)
         yield
     finally:
         os.close(fd)  # closing the description releases the lock
+
+
+@contextlib.asynccontextmanager
+async def _database_lock(db: Database, root: Path, timeout: float) -> AsyncIterator[None]:
+    key = lock_key(f"vault:{Path(root).resolve()}")
+    async with db.lock_engine().connect() as conn:
+        # Both settings end with the transaction; they bound the wait and an orphaned lock.
+        await conn.execute(select(func.set_config("lock_timeout",
+                                                  f"{max(int(timeout * 1000), 1)}ms", True)))
+        await conn.execute(select(func.set_config("idle_in_transaction_session_timeout",
+                                                  f"{ORPHAN_SECONDS}s", True)))
+        try:
+            await conn.execute(select(func.pg_advisory_xact_lock(key)))
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                raise _busy(timeout) from None
+            raise
+        try:
+            yield
+        finally:
+            await conn.rollback()  # ends the transaction: the lock is released
+
+
+@contextlib.asynccontextmanager
+async def vault_lock(root: Path, timeout: float = WAIT_SECONDS,
+                     db: Database | None = None) -> AsyncIterator[None]:
+    """Hold the vault's write lock: this machine's, and with `db` on PostgreSQL every
+    machine's. LockTimeout when it stays busy for `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    async with _machine_lock(root, timeout):
+        if db is None or db.engine.dialect.name != "postgresql":
+            yield
+            return
+        left = max(deadline - loop.time(), 0.001)
+        async with _database_lock(db, root, left):
+            yield
+
+
+async def index_lock(session: AsyncSession, key: str) -> None:
+    """Until this session's transaction ends, no other process writes the index of vault
+    `key` (PostgreSQL; a no-op on SQLite, whose one writer already excludes the others)."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(func.pg_advisory_xact_lock(lock_key(f"index:{key}"))))

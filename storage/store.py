@@ -18,7 +18,7 @@ from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.index import SearchIndex
 from storage.index.refresh import needs_tidy, tidy
-from storage.locks import vault_lock
+from storage.locks import index_lock, vault_lock
 from storage.types import (
     BacklinkList,
     Entry,
@@ -66,6 +66,7 @@ class Store:
         for attempt in (1, 2, 3):
             try:
                 async with self.db.session() as session:
+                    await index_lock(session, self.index.key)  # other replicas' index writes
                     stats = await self.index.refresh(session)
                     await session.commit()
                 if needs_tidy(stats):
@@ -104,6 +105,7 @@ class Store:
         for attempt in (1, 2, 3):
             try:
                 async with _lock(self.index.key), self.db.session() as session:
+                    await index_lock(session, self.index.key)
                     await self.index.refresh_paths(session, rels)
                     await session.commit()
                 return
@@ -195,25 +197,26 @@ class Store:
         await self._touched([entry.path])
         return entry
 
-    # Read-modify-write under the vault lock: the CLI and the bot never overwrite each other.
+    # Read-modify-write under the vault lock: the CLI, the bot and replicas on other machines
+    # (PostgreSQL) never overwrite each other.
 
     async def update(self, ref: str, changes: dict[str, Any],
                      append_body: str | None = None) -> Entry:
-        async with vault_lock(self.vault.root):
+        async with vault_lock(self.vault.root, db=self.db):
             rel = await self._current(ref)
             entry = self.vault.update(rel, changes, append_body)
         await self._touched([rel, entry.path])
         return entry
 
     async def move(self, ref: str, category: str) -> MoveResult:
-        async with vault_lock(self.vault.root):
+        async with vault_lock(self.vault.root, db=self.db):
             rel = await self._current(ref)
             result = self.vault.move(rel, category)
         await self._touched([result.old_path, result.new_path])
         return result
 
     async def trash(self, ref: str) -> str:
-        async with vault_lock(self.vault.root):
+        async with vault_lock(self.vault.root, db=self.db):
             rel = await self._current(ref)
             trashed = self.vault.trash(rel)
         await self._touched([rel])

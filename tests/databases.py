@@ -150,6 +150,13 @@ def fresh_url(tmp: Path, name: str = "brain", *, migrated: bool = True) -> str:
     return server.url(server.database_for(Path(tmp), name, migrated))
 
 
+def postgres_url(tmp: Path, name: str = "brain") -> str:
+    """A PostgreSQL database of this test whichever database the suite runs on (for tests of
+    several processes sharing one server: replicas). Migrated, dropped when the test ends."""
+    server = postgres()
+    return server.url(server.database_for(Path(tmp), name, True))
+
+
 def database_env(tmp: Path) -> dict[str, str]:
     """Settings for a `brain` process or `Settings(...)`: nothing on SQLite (the default file under
     BRAIN_DATA_DIR is what users get), `DATABASE_URL` of a fresh database on PostgreSQL."""

@@ -1,0 +1,84 @@
+"""The worker when another replica takes its job over (its lease ran out while it stalled):
+it stops the job and records nothing more of it, neither an effect nor the end."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+
+from bot.jobs import JobContext, JobQueue, LeaseLost, Worker
+from storage.db import Database
+from storage.models import Job
+from tests.databases import fresh_url
+
+
+@pytest.fixture
+async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
+    db = await Database.open(fresh_url(tmp_path))
+    yield JobQueue(db)
+    await db.close()
+
+
+async def _take_over(queue: JobQueue, job_id: int) -> None:
+    """What another replica's claim does to a job whose lease ran out."""
+    async with queue.db.session() as s:
+        await s.execute(update(Job).where(Job.id == job_id).values(lease_owner="elsewhere:1:x"))
+        await s.commit()
+
+
+async def test_a_job_taken_over_is_stopped_and_not_finished_here(queue: JobQueue) -> None:
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def slow(ctx: JobContext) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    worker = Worker(queue, {"turn": slow}, poll=0.05, lease=timedelta(seconds=0.3))
+    job_id, _ = await queue.record(key="k1", kind="turn", user_id="U1", lane="l1", payload={})
+    worker.start()
+    try:
+        await asyncio.wait_for(started.wait(), 5)
+        await _take_over(queue, job_id)
+        await asyncio.wait_for(stopped.wait(), 5)  # the next renewal saw it gone
+    finally:
+        await worker.stop(drain_timeout=1)
+    job = await queue.get(job_id)
+    assert job is not None and job.state == "running" and job.lease_owner == "elsewhere:1:x"
+    assert worker.done == 0
+
+
+async def test_an_effect_after_the_takeover_is_refused(queue: JobQueue) -> None:
+    seen: list[str] = []
+    job_id, _ = await queue.record(key="k2", kind="turn", user_id="U1", lane="l2", payload={})
+
+    async def handler(ctx: JobContext) -> None:
+        await ctx.remember(reply_posting=True)
+        await _take_over(queue, job_id)
+        try:
+            await ctx.remember(reply_ts="1.1")
+        except LeaseLost:
+            seen.append("lease lost")
+            raise
+
+    worker = Worker(queue, {"turn": handler}, poll=0.05)
+    worker.start()
+    try:
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await worker.stop(drain_timeout=1)
+    job = await queue.get(job_id)
+    assert seen == ["lease lost"]
+    assert job is not None and job.result == {"reply_posting": True}  # not the late effect
+    assert job.state == "running" and job.attempts == 1  # not retried, not finished here
