@@ -158,10 +158,14 @@ class Database:
             # Take the write lock before reading the schema version, so two processes opening
             # one database at once run the upgrade one after the other: the second finds head.
             if engine.dialect.name == "sqlite":
+                # Another process may be migrating (seconds on a busy machine): wait for it.
+                await conn.exec_driver_sql("PRAGMA busy_timeout=120000")
                 await conn.exec_driver_sql("BEGIN IMMEDIATE")
             elif engine.dialect.name == "postgresql":
                 await conn.exec_driver_sql("SELECT pg_advisory_xact_lock(727274)")
             await conn.run_sync(_upgrade)
+            if engine.dialect.name == "sqlite":  # the connection goes back to the pool
+                await conn.exec_driver_sql(SQLITE_PRAGMAS[1])
 
     def session(self) -> AsyncSession:
         return self._sessions()
