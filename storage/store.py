@@ -26,7 +26,7 @@ from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.index import SearchIndex
 from storage.index.refresh import needs_tidy, tidy
-from storage.index.search_index import MeaningQuery
+from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.locks import vault_lock
 from storage.meaning import Meaning
 from storage.text import clean_text
@@ -88,6 +88,7 @@ class Store:
         self.meaning = meaning if meaning is not None else Meaning.off()
         self.fresh_within = fresh_within
         self.on_write = on_write
+        self.meaning_floor = MEANING_FLOOR  # cosine a note found by meaning alone must reach
 
     # --- index upkeep ---------------------------------------------------------------------------
 
@@ -214,7 +215,8 @@ class Store:
         if not isinstance(text, str) or not text.strip() or not await self.meaning.ready():
             return None
         return MeaningQuery(self.meaning.model,
-                            asyncio.ensure_future(self.meaning.vector(clean_text(text))))
+                            asyncio.ensure_future(self.meaning.vector(clean_text(text))),
+                            self.meaning_floor)
 
     async def search(self, query: str, *, category: str | None = None,
                      status: str | None = None, limit: int = 10) -> EntryList:

@@ -39,18 +39,30 @@ def user_id(settings: Settings, args: argparse.Namespace) -> str:
 
 
 @asynccontextmanager
-async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settings, Store]]:
+async def open_store(args: argparse.Namespace, *, meaning: bool = False,
+                     threads: int = 1) -> AsyncIterator[tuple[Settings, Store]]:
+    """The verb's Store. With `meaning`, search by meaning too: the model starts loading (in
+    a worker thread) before the database opens, so the two overlap."""
+    import asyncio
+
     from bot.config import Settings
     from storage.db import Database
+    from storage.meaning import Meaning
     from storage.store import Store
     from storage.vault import Vault
 
     settings = Settings()
-    db = await Database.open(settings.db_url())
+    model = Meaning.lazy(settings.embedding_model, threads=threads) if meaning else None
+    loading = asyncio.ensure_future(model.ready()) if model is not None else None
     try:
-        yield settings, Store(Vault(vault_path(settings, args)), db)
+        db = await Database.open(settings.db_url())
+        try:
+            yield settings, Store(Vault(vault_path(settings, args)), db, meaning=model)
+        finally:
+            await db.close()
     finally:
-        await db.close()
+        if loading is not None:
+            await loading  # never leave the load running: kitoken must not outlive its thread
 
 
 def print_json(data: Any) -> None:

@@ -66,11 +66,12 @@ class MeaningQuery:
 
     model: str
     vector: Awaitable[Matrix | None]
+    floor: float = MEANING_FLOOR  # for notes found by meaning alone
 
 
 async def _by_meaning(session: AsyncSession, key: str, state: VaultState,
                       meaning: MeaningQuery | None, category: str | None, status: str | None,
-                      depth: int, floor: float = MEANING_FLOOR) -> list[tuple[int, float]]:
+                      depth: int, floor: float) -> list[tuple[int, float]]:
     if meaning is None or not meaning.model:
         return []
     vector = await meaning.vector
@@ -169,7 +170,8 @@ class SearchIndex:
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
-        near = await _by_meaning(session, self.key, state, meaning, category, status, depth)
+        near = await _by_meaning(session, self.key, state, meaning, category, status, depth,
+                                 floor=meaning.floor if meaning is not None else 0.0)
         lists = {"words": ranked, "name": fuzzy_ranked, "meaning": [nid for nid, _ in near]}
         scores = ranking.fuse(lists.values())
         # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category
