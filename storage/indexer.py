@@ -99,7 +99,7 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
                 progress(stats.notes, total, time.perf_counter() - started)
     if prune:
         async with db.session() as session:
-            if await vector_rows.orphans(session, vault_key):
+            if await vector_rows.orphans(session, vault_key, model):
                 stats.pruned = await vector_rows.prune(session, vault_key, model)
                 await session.commit()
     stats.seconds = time.perf_counter() - started

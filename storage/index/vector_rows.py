@@ -191,13 +191,13 @@ async def notes_for_keys(session: AsyncSession, vault: str, keys: Sequence[str],
     return [(int(r[0]), r[1]) for r in result]
 
 
-async def orphans(session: AsyncSession, vault: str) -> int:
-    """How many of the vault's vector rows no note uses (another model's, or a removed or
-    changed note's)."""
+async def orphans(session: AsyncSession, vault: str, model: str) -> int:
+    """How many of the vault's vector rows are of no use: another model's, or made from a
+    text no note has any more (a note removed or changed)."""
     result = await session.execute(text(
-        "SELECT count(*) FROM index_vectors x WHERE x.vault = :v AND NOT EXISTS ("
-        "SELECT 1 FROM index_notes n WHERE n.vault = x.vault AND n.embed_key = x.key)"),
-        {"v": vault})
+        "SELECT count(*) FROM index_vectors x WHERE x.vault = :v AND (x.model <> :m OR "
+        "NOT EXISTS (SELECT 1 FROM index_notes n WHERE n.vault = x.vault "
+        "AND n.embed_key = x.key))"), {"v": vault, "m": model})
     return int(result.scalar() or 0)
 
 
