@@ -221,6 +221,17 @@ class Indexer:
         self._embedded_at[key] = generation
         if stats.embedded:
             log.debug("embedded %d note(s) in %.2f s", stats.embedded, stats.seconds)
+        await self._warm(key)
+
+    async def _warm(self, key: str) -> None:
+        """Load the new vectors into this process's matrix now, so no turn waits for it."""
+        from storage.index import vector_cache
+        from storage.index.names import vault_state
+
+        async with self.db.session() as session:
+            state = await vault_state(session, key)
+            await vector_cache.matrix_for(session, key, self.meaning.model,
+                                          state.vector_generation)
 
     def _failed(self, what: str, exc: Exception) -> None:
         message = f"{what}: {type(exc).__name__}: {str(exc)[:200]}"

@@ -59,11 +59,21 @@ class Meaning:
         True when search by meaning can run."""
         if self._loader is not None:
             if self._loading is None:
-                preload()  # here, not in the worker thread (see storage.embedding.preload)
                 path, threads = self._loader
+                try:
+                    Embedder.locate(path)  # no model file: say so without importing anything
+                except EmbeddingUnavailable as exc:
+                    self._loader = None
+                    self._off(str(exc))
+                    return False
+                preload()  # here, not in the worker thread (see storage.embedding.preload)
                 self._loading = asyncio.ensure_future(asyncio.to_thread(self._load, path, threads))
             await asyncio.shield(self._loading)
         return self.embedder is not None
+
+    def _off(self, why: str) -> None:
+        log.warning("search by meaning is off: %s; keyword and name search still work", why)
+        self._set(None, why)
 
     def _load(self, path: str | Path | None, threads: int) -> None:
         loaded = Meaning.load(path, threads=threads)
@@ -81,9 +91,9 @@ class Meaning:
                     _LOADED[key] = Embedder.open(model_path, threads=threads)
             return cls(_LOADED[key])
         except EmbeddingUnavailable as exc:
-            log.warning("search by meaning is off: %s; keyword and name search still work",
-                        exc)
-            return cls(None, str(exc))
+            off = cls(None, None)
+            off._off(str(exc))
+            return off
 
     @classmethod
     def off(cls, why: str = "not asked for") -> Meaning:

@@ -46,14 +46,16 @@ async def open_store(args: argparse.Namespace, *, meaning: bool = False,
     import asyncio
 
     from bot.config import Settings
-    from storage.db import Database
     from storage.meaning import Meaning
-    from storage.store import Store
-    from storage.vault import Vault
 
     settings = Settings()
     model = Meaning.lazy(settings.embedding_model, threads=threads) if meaning else None
     loading = asyncio.ensure_future(model.ready()) if model is not None else None
+    await asyncio.sleep(0)  # the model's thread starts before SQLAlchemy is imported
+    from storage.db import Database
+    from storage.store import Store
+    from storage.vault import Vault
+
     try:
         db = await Database.open(settings.db_url())
         try:

@@ -7,6 +7,7 @@ is a query, not a database error)."""
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,16 +73,38 @@ class MeaningQuery:
 async def _by_meaning(session: AsyncSession, key: str, state: VaultState,
                       meaning: MeaningQuery | None, category: str | None, status: str | None,
                       depth: int, floor: float) -> list[tuple[int, float]]:
-    if meaning is None or not meaning.model:
-        return []
-    vector = await meaning.vector
-    if vector is None:
-        return []
-    from storage.index.vector_cache import ranked  # numpy: only once there is a model
+    probe = await _start_meaning(session, key, state, meaning, category, status, depth)
+    return await _finish_meaning(session, key, probe, category, status, depth, floor)
 
-    return await ranked(session, key, meaning.model, state.vector_generation,
-                                   vector, depth=depth, floor=floor, category=category,
-                                   status=status)
+
+async def _start_meaning(session: AsyncSession, key: str, state: VaultState,
+                         meaning: MeaningQuery | None, category: str | None,
+                         status: str | None, depth: int) -> asyncio.Task[Any] | None:
+    """The nearest keys by meaning, as a task: the query's embedding and the matrix product
+    run in worker threads while the words are searched (the matrix is loaded first, on this
+    session; the task itself touches no database)."""
+    if meaning is None or not meaning.model:
+        return None
+    from storage.index import vector_cache  # numpy: only once there is a model
+
+    matrix = await vector_cache.matrix_for(session, key, meaning.model, state.vector_generation)
+    want = vector_cache.depth_for(depth, category is not None or status is not None)
+
+    async def nearest() -> list[tuple[str, float]]:
+        return await vector_cache.top_keys(matrix, await meaning.vector, want)
+
+    return asyncio.ensure_future(nearest())
+
+
+async def _finish_meaning(session: AsyncSession, key: str, probe: asyncio.Task[Any] | None,
+                          category: str | None, status: str | None, depth: int,
+                          floor: float) -> list[tuple[int, float]]:
+    if probe is None:
+        return []
+    from storage.index import vector_cache
+
+    return await vector_cache.notes_of(session, key, await probe, depth=depth, floor=floor,
+                                       category=category, status=status)
 
 
 class WordSearch(Protocol):
@@ -152,8 +175,21 @@ class SearchIndex:
         depth = max(limit * 3, 30)
         category = None if category is None else clean_text(category)
         status = None if status is None else clean_text(status)
-        words = _words(session)
         state = await vault_state(session, self.key)
+        probe = await _start_meaning(session, self.key, state, meaning, category, status, depth)
+        floor = meaning.floor if meaning is not None else 0.0
+        try:
+            return await self._fused(session, query, tokens, category, status, limit, depth,
+                                     state, probe, floor)
+        finally:
+            if probe is not None and not probe.done():
+                probe.cancel()
+
+    async def _fused(self, session: AsyncSession, query: str, tokens: list[str],
+                     category: str | None, status: str | None, limit: int, depth: int,
+                     state: VaultState, probe: asyncio.Task[Any] | None,
+                     floor: float) -> EntryList:
+        words = _words(session)
         hits = await words.search_words(session, self.key, tokens, category, status, depth,
                                         state.alone)
         ranked, total = hits.ranked, hits.total
@@ -170,8 +206,7 @@ class SearchIndex:
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
-        near = await _by_meaning(session, self.key, state, meaning, category, status, depth,
-                                 floor=meaning.floor if meaning is not None else 0.0)
+        near = await _finish_meaning(session, self.key, probe, category, status, depth, floor)
         lists = {"words": ranked, "name": fuzzy_ranked, "meaning": [nid for nid, _ in near]}
         scores = ranking.fuse(lists.values())
         # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category

@@ -57,7 +57,7 @@ class VaultMatrix:
         if n:
             need = self.rows + n
             if need > self.matrix.shape[0]:  # grow by a quarter: appends stay amortised O(1)
-                capacity = max(need, int(self.matrix.shape[0] * 1.25) + 64)
+                capacity = max(need + need // 8, int(self.matrix.shape[0] * 1.25)) + 64
                 grown = np.zeros((capacity, loaded.matrix.shape[1]), dtype=np.float32)
                 grown[:self.rows] = self.matrix[:self.rows]
                 owners = np.zeros(capacity, dtype=np.intp)
@@ -129,12 +129,33 @@ async def matrix_for(session: AsyncSession, vault: str, model: str,
 async def nearest(session: AsyncSession, vault: str, model: str, vector_generation: int,
                   query: vectors.Matrix, k: int) -> list[tuple[str, float]]:
     """The k embed keys nearest `query` (best first, with cosine)."""
-    matrix = await matrix_for(session, vault, model, vector_generation)
-    if matrix.rows == 0 or k <= 0:
+    return await top_keys(await matrix_for(session, vault, model, vector_generation), query, k)
+
+
+async def top_keys(matrix: VaultMatrix, query: vectors.Matrix | None,
+                   k: int) -> list[tuple[str, float]]:
+    """The k keys of `matrix` nearest `query`. No database: it may run beside a query."""
+    if query is None or matrix.rows == 0 or k <= 0:
         return []
     if matrix.rows < INLINE_ROWS:
         return matrix.top(query, k)
     return await asyncio.to_thread(matrix.top, query, k)  # numpy lets go of the GIL
+
+
+def depth_for(depth: int, filtered: bool) -> int:
+    """How many nearest keys to take for `depth` notes (a filter keeps fewer of them)."""
+    return depth * (4 if filtered else 1) + 8
+
+
+async def notes_of(session: AsyncSession, vault: str, keys: list[tuple[str, float]], *,
+                   depth: int, floor: float, category: str | None = None,
+                   status: str | None = None) -> list[tuple[int, float]]:
+    """(nid, cosine) of the notes with these keys, best first, at least `floor`, within the
+    filters."""
+    score = {k: s for k, s in keys if s >= floor}
+    pairs = await vector_rows.notes_for_keys(session, vault, list(score), category, status)
+    found = sorted(((nid, score[key]) for nid, key in pairs), key=lambda p: (-p[1], p[0]))
+    return found[:depth]
 
 
 async def ranked(session: AsyncSession, vault: str, model: str, vector_generation: int,
@@ -142,11 +163,8 @@ async def ranked(session: AsyncSession, vault: str, model: str, vector_generatio
                  category: str | None = None, status: str | None = None,
                  ) -> list[tuple[int, float]]:
     """(nid, cosine) of the notes nearest `query`, best first, at least `floor`, within the
-    filters. A filter keeps fewer of the nearest keys, so more are asked for."""
-    want = depth * (4 if category is not None or status is not None else 1) + 8
-    keys = [(k, s) for k, s in await nearest(session, vault, model, vector_generation,
-                                             query, want) if s >= floor]
-    score = dict(keys)
-    pairs = await vector_rows.notes_for_keys(session, vault, list(score), category, status)
-    found = sorted(((nid, score[key]) for nid, key in pairs), key=lambda p: (-p[1], p[0]))
-    return found[:depth]
+    filters."""
+    want = depth_for(depth, category is not None or status is not None)
+    keys = await nearest(session, vault, model, vector_generation, query, want)
+    return await notes_of(session, vault, keys, depth=depth, floor=floor, category=category,
+                          status=status)

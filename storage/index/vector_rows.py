@@ -154,12 +154,22 @@ async def load(session: AsyncSession, vault: str, model: str, after_vid: int = 0
     """The vault's vectors of `model` with after_vid < vid <= upto_vid, in vid order."""
     pg = await vector_column(session) == "pgvector"
     column = "vector_send(vector)" if pg else "vector"
-    result = await session.execute(text(
-        f"SELECT vid, key, {column} FROM index_vectors WHERE vault = :v AND model = :m "
-        "AND vid > :after AND vid <= :upto ORDER BY vid"),
-        {"v": vault, "m": model, "after": after_vid,
-         "upto": upto_vid if upto_vid is not None else 2**62})
-    rows = result.all()
+    upto = upto_vid if upto_vid is not None else 2**62
+    if session.get_bind().dialect.name == "sqlite":
+        # Straight from the driver: SQLAlchemy's rows cost ~40 % of a 50k-vector load.
+        driver = (await (await session.connection()).get_raw_connection()).driver_connection
+        assert driver is not None
+        cursor = await driver.execute(
+            "SELECT vid, key, vector FROM index_vectors WHERE vault = ? AND model = ? "
+            "AND vid > ? AND vid <= ? ORDER BY vid", (vault, model, after_vid, upto))
+        rows = list(await cursor.fetchall())
+        await cursor.close()
+    else:
+        result = await session.execute(text(
+            f"SELECT vid, key, {column} FROM index_vectors WHERE vault = :v AND model = :m "
+            "AND vid > :after AND vid <= :upto ORDER BY vid"),
+            {"v": vault, "m": model, "after": after_vid, "upto": upto})
+        rows = list(result.all())
     if not rows:
         return Loaded(after_vid, [], np.zeros((0, dim), dtype=np.float32))
     if pg:  # vector_send: int16 dimension, int16 unused, then the floats in network order
