@@ -5,7 +5,8 @@ model, loaded in a worker thread when first needed) and, once `keep_fresh()` has
 background indexer (`brain serve`, `brain mcp`), trusts an index its timer refreshed within
 FRESH_WITHIN seconds instead of rescanning on a reply's path; our own writes wake the indexer,
 which embeds them in a worker thread. Other entry points (`brain chat`, the privacy verbs)
-rescan before reading, as the CLI does.
+rescan before reading, as the CLI does; `brain chat` gives what a turn filed its vectors
+after showing the reply (`embed_new`).
 
 It also answers the offline classifier's question "which filed notes is this thought
 nearest?" (`ToolContext.similar`): the nearest notes by meaning in the user's own vault that
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.llm.offline import OfflineProvider
-from storage.indexer import Indexer
+from storage.indexer import Indexer, embed_pending
 from storage.meaning import Meaning
 from storage.store import Store
 from storage.types import FILED_CATEGORIES
@@ -83,6 +84,12 @@ class IndexKeeper:
         store.fresh_within = FRESH_WITHIN
         store.on_write = self.indexer.wake
         self.indexer.watch(store)
+
+    async def embed_new(self, store: Store) -> None:
+        """Vectors for the notes a turn filed, where no indexer runs (`brain chat`): called
+        after the reply is shown, so the next question finds them by meaning."""
+        if self.indexer is None and await self.meaning.ready():
+            await embed_pending(self.db, store.index.key, self.meaning, prune=False)
 
     async def close(self) -> None:
         if self.indexer is not None:

@@ -41,7 +41,7 @@ MAX_LIMIT = 200
 # A note found by meaning alone is shown only this close to the query (cosine): below it
 # the nearest notes are not about the query at all (calibrated on the real vault, see
 # docs/performance.md), and "no match" is the honest answer.
-MEANING_FLOOR = 0.2
+MEANING_FLOOR = 0.3
 SNIPPET_CHARS = 140
 _SUMMARY_COLUMNS = (
     "n.nid, n.path, n.id, n.name, n.category, n.status, n.one_liner, n.next_action, "
