@@ -314,8 +314,11 @@ async def store_search(root: Path, queries: Sequence[Query],
             rows.append(("Store.search, fused with meaning (after)", metrics(queries, after)))
             for floor in floors:
                 fused.meaning_floor = floor
-                rows.append((f"fused, meaning floor {floor}",
-                             metrics(queries, await keyword_rankings(fused, queries))))
+                other = await keyword_rankings(fused, queries)
+                ranks = [first_hit(r, q.relevant) for q, r in zip(queries, other, strict=True)
+                         if q.text in ISSUE_EXAMPLES]
+                rows.append((f"fused, meaning floor {floor} (issue examples: rank "
+                             f"{', '.join(str(r) for r in ranks)})", metrics(queries, other)))
         finally:
             await db.close()
     lines = ["misses of the fused search (not in the top 5):"]

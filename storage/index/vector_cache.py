@@ -73,8 +73,12 @@ class VaultMatrix:
     def top(self, query: vectors.Matrix, k: int) -> list[tuple[str, float]]:
         """The k keys whose best vector is closest to `query`, with their cosine."""
         rows = self.rows  # a snapshot: appends on the event loop write past it
-        owners, scores = vectors.top_k_per_owner(query, self.matrix[:rows],
-                                                 self.owners[:rows], k)
+        if len(self.keys) >= rows:  # one vector per key (the shipped recipe): no pooling
+            found, scores = vectors.cosine_top_k(query, self.matrix[:rows], k)
+            owners = self.owners[found]
+        else:
+            owners, scores = vectors.top_k_per_owner(query, self.matrix[:rows],
+                                                     self.owners[:rows], k)
         return [(self.keys[int(o)], float(s)) for o, s in zip(owners, scores, strict=True)]
 
 
