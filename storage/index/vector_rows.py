@@ -152,33 +152,43 @@ async def state(session: AsyncSession, vault: str, model: str) -> tuple[int, int
 async def load(session: AsyncSession, vault: str, model: str, after_vid: int = 0,
                upto_vid: int | None = None, dim: int = vectors.DIM) -> Loaded:
     """The vault's vectors of `model` with after_vid < vid <= upto_vid, in vid order."""
-    pg = await vector_column(session) == "pgvector"
-    column = "vector_send(vector)" if pg else "vector"
     upto = upto_vid if upto_vid is not None else 2**62
-    if session.get_bind().dialect.name == "sqlite":
-        # Straight from the driver: SQLAlchemy's rows cost ~40 % of a 50k-vector load.
-        driver = (await (await session.connection()).get_raw_connection()).driver_connection
-        assert driver is not None
-        cursor = await driver.execute(
-            "SELECT vid, key, vector FROM index_vectors WHERE vault = ? AND model = ? "
-            "AND vid > ? AND vid <= ? ORDER BY vid", (vault, model, after_vid, upto))
-        rows = list(await cursor.fetchall())
-        await cursor.close()
-    else:
-        result = await session.execute(text(
-            f"SELECT vid, key, {column} FROM index_vectors WHERE vault = :v AND model = :m "
-            "AND vid > :after AND vid <= :upto ORDER BY vid"),
-            {"v": vault, "m": model, "after": after_vid, "upto": upto})
-        rows = list(result.all())
+    if session.get_bind().dialect.name != "sqlite":
+        return await _load_pg(session, vault, model, after_vid, upto, dim)
+    # Straight from the driver: SQLAlchemy's rows cost ~40 % of a 50k-vector load.
+    driver = (await (await session.connection()).get_raw_connection()).driver_connection
+    assert driver is not None
+    cursor = await driver.execute(
+        "SELECT vid, key, vector FROM index_vectors WHERE vault = ? AND model = ? "
+        "AND vid > ? AND vid <= ? ORDER BY vid", (vault, model, after_vid, upto))
+    rows = list(await cursor.fetchall())
+    await cursor.close()
     if not rows:
         return Loaded(after_vid, [], np.zeros((0, dim), dtype=np.float32))
-    if pg:  # vector_send: int16 dimension, int16 unused, then the floats in network order
-        blobs = [bytes(r[2])[4:] for r in rows]
-        matrix = np.frombuffer(b"".join(blobs), dtype=">f4").reshape(len(rows), dim)
-        matrix = matrix.astype(np.float32)
-    else:
-        matrix = vectors.stack([bytes(r[2]) for r in rows], dim)
+    matrix = vectors.stack([bytes(r[2]) for r in rows], dim)
     return Loaded(int(rows[-1][0]), [r[1] for r in rows], matrix)
+
+
+async def _load_pg(session: AsyncSession, vault: str, model: str, after_vid: int, upto: int,
+                   dim: int) -> Loaded:
+    """One row: the vids, the keys and every vector's floats in one bytea (a row per vector
+    costs ~15 us in the driver and SQLAlchemy: 0.8 s at 50k)."""
+    pg = await vector_column(session) == "pgvector"
+    # vector_send: int16 dimension, int16 unused, then the floats in network order.
+    floats = "substring(vector_send(vector) from 5)" if pg else "vector"
+    result = await session.execute(text(
+        f"SELECT array_agg(vid ORDER BY vid), array_agg(key ORDER BY vid), "
+        f"string_agg({floats}, ''::bytea ORDER BY vid) FROM index_vectors "
+        "WHERE vault = :v AND model = :m AND vid > :after AND vid <= :upto"),
+        {"v": vault, "m": model, "after": after_vid, "upto": upto})
+    vids, keys, blob = result.one()
+    if not vids:
+        return Loaded(after_vid, [], np.zeros((0, dim), dtype=np.float32))
+    data = bytes(blob)
+    if len(data) != len(vids) * dim * 4:
+        raise vectors.BadVector(f"{len(vids)} vectors in {len(data)} bytes")
+    matrix = np.frombuffer(data, dtype=">f4" if pg else vectors.DTYPE).reshape(len(vids), dim)
+    return Loaded(int(vids[-1]), list(keys), matrix.astype(np.float32))
 
 
 async def notes_for_keys(session: AsyncSession, vault: str, keys: Sequence[str],
