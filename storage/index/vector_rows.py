@@ -171,24 +171,23 @@ async def load(session: AsyncSession, vault: str, model: str, after_vid: int = 0
 
 async def _load_pg(session: AsyncSession, vault: str, model: str, after_vid: int, upto: int,
                    dim: int) -> Loaded:
-    """One row: the vids, the keys and every vector's floats in one bytea (a row per vector
-    costs ~15 us in the driver and SQLAlchemy: 0.8 s at 50k)."""
+    """From asyncpg itself: SQLAlchemy's rows cost a third more at 50k vectors (one
+    aggregated row measured no faster)."""
     pg = await vector_column(session) == "pgvector"
-    # vector_send: int16 dimension, int16 unused, then the floats in network order.
-    floats = "substring(vector_send(vector) from 5)" if pg else "vector"
-    result = await session.execute(text(
-        f"SELECT array_agg(vid ORDER BY vid), array_agg(key ORDER BY vid), "
-        f"string_agg({floats}, ''::bytea ORDER BY vid) FROM index_vectors "
-        "WHERE vault = :v AND model = :m AND vid > :after AND vid <= :upto"),
-        {"v": vault, "m": model, "after": after_vid, "upto": upto})
-    vids, keys, blob = result.one()
-    if not vids:
+    driver = (await (await session.connection()).get_raw_connection()).driver_connection
+    assert driver is not None
+    rows = await driver.fetch(
+        f"SELECT vid, key, {'vector_send(vector)' if pg else 'vector'} FROM index_vectors "
+        "WHERE vault = $1 AND model = $2 AND vid > $3 AND vid <= $4 ORDER BY vid",
+        vault, model, after_vid, upto)
+    if not rows:
         return Loaded(after_vid, [], np.zeros((0, dim), dtype=np.float32))
-    data = bytes(blob)
-    if len(data) != len(vids) * dim * 4:
-        raise vectors.BadVector(f"{len(vids)} vectors in {len(data)} bytes")
-    matrix = np.frombuffer(data, dtype=">f4" if pg else vectors.DTYPE).reshape(len(vids), dim)
-    return Loaded(int(vids[-1]), list(keys), matrix.astype(np.float32))
+    if pg:  # vector_send: int16 dimension, int16 unused, then the floats in network order
+        data = b"".join(bytes(r[2])[4:] for r in rows)
+        matrix = np.frombuffer(data, dtype=">f4").reshape(len(rows), dim).astype(np.float32)
+    else:
+        matrix = vectors.stack([bytes(r[2]) for r in rows], dim)
+    return Loaded(int(rows[-1][0]), [r[1] for r in rows], matrix)
 
 
 async def notes_for_keys(session: AsyncSession, vault: str, keys: Sequence[str],
