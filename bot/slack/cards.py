@@ -242,11 +242,9 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "",
     if hint:
         info.append(hint)
     blocks.append(context(" · ".join(info), block_id=f"conf-{entry_id}{suffix}"))
-    related = [clip(str(r.get("name") or r.get("path") or ""), 60)
-               for r in data.get("related") or [] if isinstance(r, dict)]
-    if any(related):  # existing notes close to this one by meaning (tools/related.py)
-        blocks.append(context("Related: " + " · ".join(f"*{escape(n)}*" for n in related if n),
-                              block_id=f"related-{entry_id}{suffix}"))
+    related = " · ".join(f"*{escape(clip(str(r['name']), 60))}*" for r in data.get("related", []))
+    if related:  # notes close to this one by meaning (tools/related.py)
+        blocks.append(context(f"Related: {related}", block_id=f"related-{entry_id}{suffix}"))
     if entry_id:
         blocks.append(move_buttons(entry_id, category, suffix=suffix))
     return blocks
