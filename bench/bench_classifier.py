@@ -16,6 +16,11 @@ tool specs, exactly as a DM does without a model key, and the hints of its
 The questions of the file must route to their tool, never to a capture. The file's `holdout`
 thoughts were written after the rules were tuned on `thoughts`; both sets are reported.
 Targets: category >= 80 %, names >= 80 %, due dates >= 90 %, 0 false due dates.
+
+With `--similar`, the classifier's nearest-labelled-examples hook runs as the Brain wires it
+(bot/index_keeper.py: the nearest filed notes of the user's own vault by meaning, the real
+model and database): the vault holds the *other* set's thoughts filed where they belong (for
+`thoughts`, the `holdout` ones, and the other way round), so no thought is its own example.
 """
 
 from __future__ import annotations
@@ -112,11 +117,12 @@ def sensible_name(name: str, expected: dict[str, Any]) -> bool:
             and not _FILLER.match(name))
 
 
-async def evaluate(path: Path = DATA, section: str = "thoughts") -> Report:
+async def evaluate(path: Path = DATA, section: str = "thoughts",
+                   similar: Any = None) -> Report:
     """Score the thoughts of `section` ("thoughts" or "holdout") and the questions."""
     data = load(path)
     today: date = data["today"]
-    provider = OfflineProvider(today=today)
+    provider = OfflineProvider(today=today, similar=similar)
     specs = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
     report = Report()
     for item in data[section]:
@@ -170,14 +176,62 @@ def print_report(report: Report, verbose: bool = False) -> None:
         print(f"  Q {text!r}: expected {want}, got {got}")
 
 
+async def with_examples(path: Path, section: str, verbose: bool) -> Report:
+    """`evaluate` with the Brain's `similar` hook over a vault of the other set's thoughts."""
+    import tempfile
+
+    from bot.index_keeper import NEIGHBOUR_FLOOR, NEIGHBOURS
+    from storage.db import Database
+    from storage.indexer import embed_pending
+    from storage.meaning import Meaning
+    from storage.store import Store
+    from storage.vault import Vault
+    from tools.classify_rules import neighbour_vote
+
+    other = "holdout" if section == "thoughts" else "thoughts"
+    meaning = Meaning.load()
+    if not meaning.available:
+        raise SystemExit(f"--similar needs the embedding model: {meaning.why}")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Vault(Path(tmp) / "vault"), await Database.open(
+            f"sqlite+aiosqlite:///{tmp}/b.db"), meaning=meaning)
+        try:
+            for item in load(path)[other]:
+                if item["category"] != "inbox":
+                    await store.create(item["category"], item["name"], {}, item["text"] + "\n")
+            await embed_pending(store.db, store.index.key, meaning)
+            asked: list[str] = []
+
+            async def similar(text: str) -> list[tuple[str, float]]:
+                near = await store.nearby(text, k=NEIGHBOURS, floor=NEIGHBOUR_FLOOR)
+                found = [(e.category or "", float(e.score or 0)) for e in near]
+                asked.append(f"  asked {text[:60]!r}: " + ", ".join(
+                    f"{c} {s:.2f}" for c, s in found) + f" -> {neighbour_vote(found)}")
+                return found
+
+            report = await evaluate(path, section, similar)
+            print(f"(the rules were unsure of {len(asked)} thought(s): the hook was asked)")
+            if verbose:
+                print("\n".join(asked))
+            return report
+        finally:
+            await store.db.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--verbose", "-v", action="store_true", help="list every miss")
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--similar", action="store_true",
+                        help="with the nearest-labelled-examples hook (the other set as vault)")
     args = parser.parse_args(argv)
     for section in ("thoughts", "holdout"):
-        print(f"== {section}")
-        print_report(asyncio.run(evaluate(args.data, section)), args.verbose)
+        print(f"== {section}" + (" (with the similar hook)" if args.similar else ""))
+        if args.similar:
+            report = asyncio.run(with_examples(args.data, section, args.verbose))
+        else:
+            report = asyncio.run(evaluate(args.data, section))
+        print_report(report, args.verbose)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,17 @@
 """Retrieval benchmark: does search find the note a question is about? Words vs meaning vs both.
 
     python bench/bench_retrieval.py [--vault ../shared/data/real-vault]
-        [--queries bench/retrieval_queries.yaml] [--recipes t+1x120 1x120 6x120] [--synthetic 300]
+        [--queries bench/retrieval_queries.yaml] [--floors 0.2 0.25]
+        [--recipes t+1x120 1x120 6x120 [--synthetic 300]]
 
-Indexes the vault as it is (read-only; the database is a temp file) and, for each query of
-`bench/retrieval_queries.yaml` (kinds: rare words, typos, paraphrases), ranks the notes three ways:
+Indexes the vault as it is (read-only; the database is a temp file). First the real thing:
+`Store.search` before (words and names) and after (fused with meaning: the vectors made by
+`storage.indexer.embed_pending`, as `brain reindex` makes them), recall@3, recall@5 and MRR per
+kind, and the time it took to embed the vault; `--floors` also runs the fused search with
+other cosine floors for notes found by meaning alone.
+
+With `--recipes`, the study of what to embed (phase A of issue 11), on the same queries,
+ranks the notes three ways outside the Store:
 
 - keyword: today's `Store.search` (FTS5 bm25 + fuzzy names, fused by reciprocal rank);
 - vectors: cosine between the query's vector and each note's vectors (best window per note),
@@ -39,6 +46,8 @@ from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.embed_text import note_text_for_embedding  # noqa: E402
 from storage.embedding import Embedder  # noqa: E402
+from storage.indexer import embed_pending  # noqa: E402
+from storage.meaning import Meaning  # noqa: E402
 from storage.store import Store  # noqa: E402
 from storage.vault import Vault  # noqa: E402
 from storage.vectors import top_k_per_owner  # noqa: E402
@@ -55,6 +64,7 @@ def _default_vault() -> Path:
 
 
 KINDS = ("rare", "typo", "paraphrase")
+ISSUE_EXAMPLES = ("what's on my plate this week", "lay my to-dos out on a month grid")
 DEPTH = 50  # how deep each ranking goes (into fusion and MRR)
 RRF_K = 60
 EXTRA_FIELDS = ("one_liner", "next_action", "context")
@@ -279,36 +289,77 @@ def top_k_times(sizes: Sequence[int], repeats: int = 200) -> list[str]:
     return out
 
 
+async def store_search(root: Path, queries: Sequence[Query],
+                       floors: Sequence[float]) -> list[tuple[str, Scores]]:
+    """The real `Store.search`, before (words + names) and after (fused with meaning)."""
+    rows: list[tuple[str, Scores]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}")
+        try:
+            store = Store(Vault(root), db)
+            stats = await store.refresh()
+            print(f"indexed {stats.added} notes")
+            before = await keyword_rankings(store, queries)
+            rows.append(("Store.search, words + names (before)", metrics(queries, before)))
+            meaning = Meaning.load()  # one thread, as the background indexer runs it
+            if not meaning.available:
+                raise SystemExit("the embedding model cannot load here; see the log line")
+            wall, cpu = time.perf_counter(), time.process_time()
+            done = await embed_pending(db, store.index.key, meaning)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            print(f"embedded {done.embedded} notes in {wall:.1f} s wall, {cpu:.1f} s CPU:"
+                  f" {done.embedded / cpu:.1f} notes/s of CPU, {done.embedded / wall:.1f} wall")
+            fused = Store(Vault(root), db, meaning=meaning)
+            after = await keyword_rankings(fused, queries)
+            rows.append(("Store.search, fused with meaning (after)", metrics(queries, after)))
+            for floor in floors:
+                fused.meaning_floor = floor
+                other = await keyword_rankings(fused, queries)
+                ranks = [first_hit(r, q.relevant) for q, r in zip(queries, other, strict=True)
+                         if q.text in ISSUE_EXAMPLES]
+                rows.append((f"fused, meaning floor {floor} (issue examples: rank "
+                             f"{', '.join(str(r) for r in ranks)})", metrics(queries, other)))
+        finally:
+            await db.close()
+    lines = ["misses of the fused search (not in the top 5):"]
+    for kind in KINDS:
+        lines += misses(queries, after, kind)
+    for q, ranking in zip(queries, after, strict=True):
+        if q.text in ISSUE_EXAMPLES:
+            lines.append(f"issue example {q.text!r}: rank {first_hit(ranking, q.relevant)}")
+    print("\n".join(lines))
+    return rows
+
+
 async def run(args: argparse.Namespace) -> None:
     root = args.vault.resolve()
     queries = load_queries(args.queries, root)
     counts = {k: sum(q.kind == k for q in queries) for k in KINDS}
     print(f"vault {root}: queries {counts}; load average {os.getloadavg()[0]:.1f}"
           f" on {os.cpu_count()} cores")
-    one_core = Embedder.load()  # one thread, the default
-    if one_core is None:
-        raise SystemExit("the embedding model cannot load here; see the log line above")
+    real = await store_search(root, queries, args.floors)
+    print()
+    print(table(real))
+    if not args.recipes:
+        return
+    one_core = Embedder.open()  # one thread, the default
     # Index speed is timed on one thread, by CPU time: the figure holds on a busy machine too,
     # and a background indexer on one core leaves the other to the bot.
     embedder = Embedder.open(threads=os.cpu_count() or 1)
-
     with tempfile.TemporaryDirectory() as tmp:
         db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}")
         try:
             vault = Vault(root)
             store = Store(vault, db)
-            stats = await store.refresh()
+            await store.refresh()
             keyword = await keyword_rankings(store, queries)
         finally:
             await db.close()
     notes = read_notes(vault)
-    print(f"indexed {stats.added} notes; read {len(notes)}")
-
     query_vectors, q_median, q_p95 = query_times(embedder, queries)
     _, q1_median, q1_p95 = query_times(one_core, queries)
     rows: list[tuple[str, Scores]] = [("keyword (today)", metrics(queries, keyword))]
     speeds: list[tuple[Recipe, Timing]] = []
-    report_misses: list[str] = []
     for recipe in args.recipes:
         matrix, owners, timing = embed_notes(one_core, notes, recipe)
         speeds.append((recipe, timing))
@@ -316,11 +367,6 @@ async def run(args: argparse.Namespace) -> None:
         fused = [rrf(k, v) for k, v in zip(keyword, vectors, strict=True)]
         rows.append((f"vectors, {recipe.label}", metrics(queries, vectors)))
         rows.append((f"fused, {recipe.label}", metrics(queries, fused)))
-        if recipe == args.recipes[0]:
-            report_misses = ["fused misses (not in top 5), " + recipe.label + ":"]
-            for kind in KINDS:
-                report_misses += misses(queries, fused, kind)
-
     print()
     print(table(rows))
     print()
@@ -331,8 +377,6 @@ async def run(args: argparse.Namespace) -> None:
           f" {q_median * 1e3:.1f} ms, p95 {q_p95 * 1e3:.1f} ms on {os.cpu_count()} threads;"
           f" median {q1_median * 1e3:.1f} ms, p95 {q1_p95 * 1e3:.1f} ms on one")
     print("\n".join(top_k_times((10_000, 50_000, 100_000))))
-    print()
-    print("\n".join(report_misses))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f} (timings are noisy when busy)")
 
 
@@ -340,9 +384,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vault", type=Path, default=_default_vault())
     parser.add_argument("--queries", type=Path, default=ROOT / "bench" / "retrieval_queries.yaml")
-    parser.add_argument("--recipes", type=Recipe.parse, nargs="+",
-                        default=[Recipe.parse(r) for r in ("t+1x120", "1x120", "t+3x120",
-                                                           "6x120")])
+    parser.add_argument("--recipes", type=Recipe.parse, nargs="*", default=[],
+                        help="also compare what to embed, e.g. t+1x120 1x120 t+3x120 6x120")
+    parser.add_argument("--floors", type=float, nargs="*", default=[],
+                        help="also run the fused search with these meaning floors")
     parser.add_argument("--synthetic", type=int, default=300,
                         help="synthetic notes to time each recipe on (0: skip)")
     args = parser.parse_args()

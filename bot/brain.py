@@ -27,10 +27,12 @@ from storage.vault import Vault
 if TYPE_CHECKING:
     from bot.accounts import Accounts
     from bot.home import Home
+    from bot.index_keeper import IndexKeeper
     from bot.llm.types import Provider
     from bot.reminders import Reminders
     from bot.saving import Saver
     from bot.turns import TurnResult
+    from storage.meaning import Meaning
     from tools.base import DigestMaker
     from tools.registry import Execution
 
@@ -41,7 +43,7 @@ __all__ = ["Brain", "Store", "clean_vault_temp"]
 
 class Brain:
     def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
-                 *, vault_override: Path | None = None) -> None:
+                 *, vault_override: Path | None = None, meaning: Meaning | None = None) -> None:
         self.settings = settings
         self.db = db
         self._provider = provider
@@ -50,16 +52,19 @@ class Brain:
         self._stores: dict[str, Store] = {}
         self._turns: Any = None
         self._services: dict[str, Any] = {}
+        self._meaning = meaning  # a model the caller started loading, else one made lazily
+        self._keeper: IndexKeeper | None = None
 
     @classmethod
     async def start(cls, settings: Settings, *, vault_override: Path | None = None,
-                    provider: Provider | None = None, with_llm: bool = True) -> Brain:
+                    provider: Provider | None = None, with_llm: bool = True,
+                    meaning: Meaning | None = None) -> Brain:
         """Open the database; with `with_llm` (turns, digests) also the configured provider,
         so a bad configuration is found at start, not at the first message."""
         if provider is None and with_llm:
             provider = _make_provider(settings)
         db = await Database.open(settings.db_url())
-        return cls(settings, db, provider, vault_override=vault_override)
+        return cls(settings, db, provider, vault_override=vault_override, meaning=meaning)
 
     @property
     def provider(self) -> Provider:
@@ -89,6 +94,15 @@ class Brain:
         """Export, forget, retention, uninstall and revocation."""
         return self._service("accounts", "bot.accounts", "Accounts")
 
+    @property
+    def keeper(self) -> IndexKeeper:
+        """The Stores' search by meaning and the background indexer (bot.index_keeper)."""
+        if self._keeper is None:
+            from bot.index_keeper import IndexKeeper
+
+            self._keeper = IndexKeeper(self.settings, self.db, meaning=self._meaning)
+        return self._keeper
+
     def _service(self, name: str, module: str, cls: str) -> Any:
         if name not in self._services:
             import importlib
@@ -100,6 +114,8 @@ class Brain:
         aclose = getattr(self._provider, "aclose", None)
         if aclose is not None:  # the SDK providers' HTTP clients
             await aclose()
+        if self._keeper is not None:
+            await self._keeper.close()
         await self.db.close()
 
     @property
@@ -113,11 +129,12 @@ class Brain:
             raise InvalidValue(f"not a valid user id: {user_id!r}")
         if user_id not in self._stores:
             root = self.vault_override or self.settings.vault_for(user_id)
-            self._stores[user_id] = Store(Vault(root), self.db)
+            self._stores[user_id] = self.keeper.store(root)
         return self._stores[user_id]
 
     def forget_store(self, user_id: str) -> None:
-        self._stores.pop(user_id, None)
+        if user_id in self._stores:
+            self.keeper.forget(self._stores.pop(user_id))
 
     def now(self) -> datetime:
         return datetime.now(ZoneInfo(self.settings.tz))

@@ -129,3 +129,9 @@ def is_paired(messages: Sequence[Message]) -> bool:
             if prev is None or prev.role != "assistant" or not prev.tool_calls:
                 return False
     return not messages or messages[0].role == "user"
+
+
+def stored_message(row: Any) -> dict[str, Any]:
+    """A stored message row (storage.repositories.MessageRow) as `build_history` takes it."""
+    return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
+            "tool_results": row.tool_results}

@@ -69,7 +69,7 @@ class Saver:
                           confidence_threshold=self.brain.settings.confidence_threshold,
                           job_id=job_id, job_key=key, _ids_given=n - 1,
                           # as a retry: a note its first run made is found, not made again
-                          job_attempt=2)
+                          job_attempt=2, similar=self.brain.keeper.turn_similar(store))
         hints = await self._hints(text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None

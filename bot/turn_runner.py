@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from bot import corrections
 from bot.config import Settings
-from bot.history import build_history, message_to_dict
+from bot.history import build_history, message_to_dict, stored_message
+from bot.index_keeper import IndexKeeper
 from bot.jobs import JobRow, LeaseLost
 from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
 from bot.loop import LoopOutcome, run_turn
@@ -55,6 +56,9 @@ class BrainParts(Protocol):
     @property
     def provider(self) -> Provider: ...
 
+    @property
+    def keeper(self) -> IndexKeeper: ...
+
     def store_for(self, user_id: str) -> Store: ...
 
     def now(self) -> Datetime: ...
@@ -74,6 +78,7 @@ class TurnRunner:
                        for s in tool_specs()]
         self._terminal = registry.terminal_names()
         self._parallel = registry.read_only_names()
+        IndexKeeper.hook(brain.provider)
 
     def context(self, user_id: str, **fields: Any) -> ToolContext:
         """The tool context of one call or turn for `user_id` (one place builds it)."""
@@ -81,7 +86,8 @@ class TurnRunner:
         return ToolContext(store=store, db=self.db, user_id=user_id,
                            confidence_threshold=self.settings.confidence_threshold,
                            make_digest=self.brain.digest_maker(store, user_id),
-                           tz=self.settings.tz, **fields)
+                           tz=self.settings.tz,
+                           similar=self.brain.keeper.turn_similar(store), **fields)
 
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
@@ -126,7 +132,7 @@ class TurnRunner:
                 summary = await store.summary()
                 system = system_prompt(now=self.brain.now(), summary=summary, filed=filed,
                                        threshold=self.settings.confidence_threshold)
-                history = build_history([[_stored(m) for m in t] for t in stored_turns])
+                history = build_history([[stored_message(m) for m in t] for t in stored_turns])
                 outcome = await run_turn(self.brain.provider, system=system, history=history,
                                          user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations,
@@ -227,8 +233,3 @@ class TurnRunner:
         exactly the ones the model gets; a capture writes its receipt like any other."""
         ctx = self.context(user_id, source=source)
         return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
-
-
-def _stored(row: repositories.MessageRow) -> dict[str, Any]:
-    return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
-            "tool_results": row.tool_results}

@@ -11,6 +11,7 @@ table rules) is reduced to its words first, so a window holds words rather than 
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 WINDOW_WORDS = 120  # ~160-200 WordPiece tokens of English prose: fits the 256-token limit
@@ -77,3 +78,33 @@ def note_text_for_embedding(name: str, body: str, *, windows: int = DEFAULT_WIND
         if text not in texts:
             texts.append(text)
     return texts or [""]
+
+
+# What of a note gets vectors (measured in docs/performance.md, "Search by meaning"): one
+# vector per note, "title. one-liner / next action / context" + the first 120 words. A
+# second window or the bare title as a vector of its own did not find more notes in the
+# eval, and one vector per note halves the memory and the time of a search at 50k notes.
+# Part of the model id stored with the vectors: changing it re-embeds every note.
+RECIPE = "1x120"
+EXTRA_FIELDS = ("one_liner", "next_action", "context")
+_BODY_CHARS = 40 * WINDOW_WORDS * 4  # room for 120 words between much markup
+
+
+def note_extra(fields: dict[str, object]) -> str:
+    """The short fields that say what a note is about, as one line."""
+    return " ".join(str(fields[f]).strip() for f in EXTRA_FIELDS
+                    if isinstance(fields.get(f), str) and str(fields[f]).strip())
+
+
+def texts_for_note(name: str, body: str, extra: str = "") -> list[str]:
+    """The texts embedded for one note under RECIPE."""
+    # Only the start of the body is embedded: no need to clean a 1 MB paste to find it.
+    return note_text_for_embedding(name, body[:_BODY_CHARS], windows=1,
+                                   window_words=WINDOW_WORDS, extra=extra, title_alone=False)
+
+
+def embed_key(texts: list[str]) -> str:
+    """Names what a note's vectors are made from (RECIPE + its texts): equal keys, equal
+    vectors, so a note that is moved or whose status changes keeps its vectors."""
+    data = "\x00".join((RECIPE, *texts)).encode("utf-8", "replace")
+    return hashlib.sha256(data).hexdigest()[:32]

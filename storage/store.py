@@ -1,15 +1,23 @@
 """Store: the operations tools call, for one user's vault (vault files + index + database).
 
-Every read refreshes the index first, so edits made outside the bot (Obsidian, git) show up;
-every write goes to the vault, then re-indexes exactly the files it touched, so our own writes
-are visible at once.
+Reads see edits made outside the bot (Obsidian, git): a one-shot command rescans the vault
+before it reads; a long-running process (`brain serve`, `brain mcp`) has the background
+indexer (storage/indexer.py) rescan every few seconds, and its Stores trust an index refreshed
+within `fresh_within` seconds instead of rescanning on a reply's path. Every write goes to the
+vault, then re-indexes exactly the files it touched, so our own writes are visible at once (and
+`on_write` tells the indexer to embed them).
+
+With a `Meaning` (storage/meaning.py) search also ranks by meaning, and `nearby` finds the
+notes closest to a text.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 import weakref
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -18,11 +26,15 @@ from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.index import SearchIndex
 from storage.index.refresh import needs_tidy, tidy
+from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.locks import index_lock, vault_lock
+from storage.meaning import Meaning
+from storage.text import clean_text
 from storage.types import (
     BacklinkList,
     Entry,
     EntryList,
+    EntrySummary,
     MoveResult,
     RefreshStats,
     VaultSummary,
@@ -39,8 +51,14 @@ MAX_CANDIDATES = 10
 # write's re-index of the same new file must not both insert it).
 _LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary())
-# vault key -> (monotonic time of the last full rescan, how long it took). A cache only.
-_LAST_SCAN: dict[str, tuple[float, float]] = {}
+# (database URL, vault key) -> (monotonic time of the last full rescan, how long it took).
+# A cache only; two databases indexing one vault keep apart.
+_LAST_SCAN: dict[tuple[str, str], tuple[float, float]] = {}
+
+
+def last_scan(db: Database, vault_key: str) -> tuple[float, float] | None:
+    """(monotonic time, seconds) of this process's last full rescan of the vault into `db`."""
+    return _LAST_SCAN.get((db.url, vault_key))
 
 
 def _lock(key: str) -> asyncio.Lock:
@@ -53,12 +71,24 @@ def _looks_like_path(ref: str) -> bool:
 
 
 class Store:
-    """One user's vault over the shared database. Every call refreshes the index first."""
+    """One user's vault over the shared database.
 
-    def __init__(self, vault: Vault, db: Database) -> None:
+    fresh_within: reads trust an index fully rescanned (by anyone in this process) within
+    this many seconds; None (one-shot commands): rescan before every read, unless a slow
+    rescan has just run. meaning: search by meaning too. on_write: called after each of our
+    own writes has been re-indexed (the background indexer embeds it).
+    """
+
+    def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
+                 fresh_within: float | None = None,
+                 on_write: Callable[[], None] | None = None) -> None:
         self.vault = vault
         self.db = db
         self.index = SearchIndex(vault)
+        self.meaning = meaning if meaning is not None else Meaning.off()
+        self.fresh_within = fresh_within
+        self.on_write = on_write
+        self.meaning_floor = MEANING_FLOOR  # cosine a note found by meaning alone must reach
 
     # --- index upkeep ---------------------------------------------------------------------------
 
@@ -71,7 +101,7 @@ class Store:
                     await session.commit()
                 if needs_tidy(stats):
                     await tidy(self.db.engine)
-                _LAST_SCAN[self.index.key] = (time.monotonic(), stats.seconds)
+                _LAST_SCAN[(self.db.url, self.index.key)] = (time.monotonic(), stats.seconds)
                 if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
                     self.vault.clean_seen_temp()
                 return stats
@@ -88,16 +118,24 @@ class Store:
         async with _lock(self.index.key):
             return await self._locked_refresh()
 
+    def _trusted(self) -> bool:
+        last = last_scan(self.db, self.index.key)
+        if last is None:
+            return False
+        at, cost = last
+        if self.fresh_within is not None:
+            window = self.fresh_within
+        else:
+            window = 0.0 if cost < CHEAP_SCAN_SECONDS else min(MAX_SKIP_SECONDS, 2 * cost)
+        return time.monotonic() - at < window
+
     async def _fresh(self) -> None:
-        """Rescan before a read, unless a slow rescan of this vault has just run."""
+        """Rescan before a read, unless the index is known fresh (see `fresh_within`)."""
+        if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
+            return
         async with _lock(self.index.key):
-            last = _LAST_SCAN.get(self.index.key)
-            if last is not None:
-                at, cost = last
-                window = 0.0 if cost < CHEAP_SCAN_SECONDS else min(MAX_SKIP_SECONDS, 2 * cost)
-                if time.monotonic() - at < window:
-                    return
-            await self._locked_refresh()
+            if not self._trusted():
+                await self._locked_refresh()
 
     async def _touched(self, rels: list[str]) -> None:
         """Re-index the files our own write changed (another process may be indexing them
@@ -108,10 +146,12 @@ class Store:
                     await index_lock(session, self.index.key)
                     await self.index.refresh_paths(session, rels)
                     await session.commit()
-                return
+                break
             except (OperationalError, IntegrityError):
                 if attempt == 3:
                     raise
+        if self.on_write is not None:
+            self.on_write()
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -172,12 +212,36 @@ class Store:
         async with self.db.session() as session:
             return await self.index.list(session, category=category, status=status, limit=limit)
 
+    async def _meaning_query(self, text: str) -> MeaningQuery | None:
+        """The text's vector, as a task started now (it runs while the words are searched)."""
+        if not isinstance(text, str) or not text.strip() or not await self.meaning.ready():
+            return None
+        return MeaningQuery(self.meaning.model,
+                            asyncio.ensure_future(self.meaning.vector(clean_text(text))),
+                            self.meaning_floor)
+
     async def search(self, query: str, *, category: str | None = None,
                      status: str | None = None, limit: int = 10) -> EntryList:
+        meaning = await self._meaning_query(query)
+        try:
+            await self._fresh()
+            async with self.db.session() as session:
+                return await self.index.search(session, query, category=category,
+                                               status=status, limit=limit, meaning=meaning)
+        finally:
+            if meaning is not None and not meaning.vector.done():  # type: ignore[attr-defined]
+                meaning.vector.cancel()  # type: ignore[attr-defined]
+
+    async def nearby(self, text: str, *, k: int = 3, floor: float = 0.0,
+                     exclude: Collection[str] = ()) -> builtins.list[EntrySummary]:
+        """The k notes nearest `text` by meaning (cosine >= floor, in `score`), except those
+        whose id or path is in `exclude`; [] without the model."""
+        meaning = await self._meaning_query(text)
+        if meaning is None:
+            return []
         await self._fresh()
         async with self.db.session() as session:
-            return await self.index.search(session, query, category=category, status=status,
-                                           limit=limit)
+            return await self.index.nearby(session, meaning, k=k, floor=floor, exclude=exclude)
 
     async def backlinks(self, ref: str) -> BacklinkList:
         rel = await self.resolve(ref)

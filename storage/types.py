@@ -69,6 +69,9 @@ class EntrySummary:
     snippet: str | None = None  # one_liner / next_action / context / start of the body
     updated: str | None = None
     score: float | None = None  # search relevance, higher is better
+    # Search: which signals found the note, with its rank in each ("words", "name",
+    # "meaning"; "exact" when its name is the query).
+    signals: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "id": self.id, "name": self.name,
@@ -76,6 +79,8 @@ class EntrySummary:
                                "snippet": self.snippet, "updated": self.updated}
         if self.score is not None:
             out["score"] = round(self.score, 4)
+        if self.signals is not None:
+            out["signals"] = dict(self.signals)
         return out
 
 

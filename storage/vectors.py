@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+DIM = 384  # all-MiniLM-L6-v2 (storage.embedding.DIM)
 DTYPE = np.dtype("<f4")
 Matrix = npt.NDArray[np.float32]
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import databases
+
+# Import the embedding tokenizer here, in the main thread: kitoken 0.11 first imported in a
+# thread that then exits (a CLI verb run in a worker thread by a test) crashes the process
+# when it is used later (storage.embedding.preload).
+with contextlib.suppress(ImportError):
+    import kitoken  # noqa: F401
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

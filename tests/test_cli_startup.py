@@ -67,7 +67,12 @@ def test_storage_verb_on_a_current_database_skips_alembic_and_the_turn_machinery
     vault.mkdir(parents=True)
     (vault / "kites.md").write_text("---\nname: Kites\ncategory: ideas\n---\nKites\n",
                                     encoding="utf-8")
-    code, modules = loaded_by(tmp_path, "search", "kites", "--vault", str(vault.parent))
+    code, modules = loaded_by(tmp_path, "list", "--vault", str(vault.parent))
     assert code == 0
     assert "sqlalchemy" in modules  # the check is looking at a real run
     assert loaded(modules, NOT_FOR_A_STORAGE_VERB) == set()
+    # search ranks by meaning too: it loads the embedding model, and still no turn machinery
+    code, modules = loaded_by(tmp_path, "search", "kites", "--vault", str(vault.parent))
+    assert code == 0
+    assert {"numpy", "onnxruntime"} <= modules
+    assert loaded(modules, NOT_FOR_A_STORAGE_VERB - {"numpy", "onnxruntime"}) == set()

@@ -107,8 +107,10 @@ def test_add_list_search_show_update_move_backlinks_round_trip(
     assert f"[[{stem}|the Q3 budget]]" in links["backlinks"][0]["context"]
 
     stats = brain("reindex", "--json").json()
-    assert set(stats) == {"added", "updated", "removed", "unchanged", "seconds"}
+    assert set(stats) == {"added", "updated", "removed", "unchanged", "seconds", "vectors",
+                          "meaning"}
     assert stats["unchanged"] == 2 and stats["added"] == stats["removed"] == 0
+    assert stats["meaning"] == "on" and stats["vectors"]["pending"] == 0
     # the database stays in BRAIN_DATA_DIR (SQLite) or the server, never inside the vault
     assert bool(list((tmp_path / "data").rglob("*.db"))) is not on_postgres()
     assert not [p for p in vault.rglob("*") if p.suffix in (".db", ".sqlite")]

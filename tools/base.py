@@ -41,8 +41,10 @@ class ToolContext:
     # None: the machine's zone.
     tz: str | None = None
     # Nearest labelled examples of a text as (category, score 0..1), e.g. from sentence
-    # vectors: the keyword classifier asks it when its rules are unsure. None: rules only.
-    similar: Callable[[str], Sequence[tuple[str, float]]] | None = None
+    # vectors (sync or async): the keyword classifier asks it when its rules are unsure.
+    # None: rules only.
+    similar: Callable[[str], Sequence[tuple[str, float]]
+                      | Awaitable[Sequence[tuple[str, float]]]] | None = None
     # The intake job this turn runs for: a job that runs again (its process died) gives its
     # notes the same ids, so a capture made by the first attempt is found, not made twice.
     job_id: int | None = None

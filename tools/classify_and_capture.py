@@ -9,9 +9,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from storage import repositories
-from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES
+from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, EntrySummary
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
+from tools.related import related_notes, related_section
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +146,13 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     elif "category" in hints:
         # The model chose without saying how sure: the keyword rules vote. Agreement files it;
         # disagreement sends it to the inbox with the model's choice as the suggestion.
-        classified = classify_rules.classify(text, tz=ctx.tz, similar=ctx.similar)
+        classified = await classify_rules.classify_async(text, tz=ctx.tz, similar=ctx.similar)
         category = str(hints["category"])
         agree = classified.category == category
         confidence = (max(classified.confidence, ctx.confidence_threshold) if agree
                       else min(classified.confidence, ctx.confidence_threshold - 0.01))
     else:
-        classified = classify_rules.classify(text, tz=ctx.tz, similar=ctx.similar)
+        classified = await classify_rules.classify_async(text, tz=ctx.tz, similar=ctx.similar)
         category, confidence = classified.category, float(classified.confidence)
         suggested_fields = dict(classified.fields)
     confidence = round(min(max(confidence, 0.0), 1.0), 2)
@@ -166,6 +167,10 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
                                      if k not in ("category", "confidence", "name")}}
     common = {"confidence": confidence, "source": ctx.source, **(extra_fields or {})}
     body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
+    entry_id = ctx.next_entry_id()
+    related = await _related(ctx, text, entry_id)
+    if related:
+        body += "\n" + related_section(related)
     if inbox_reason is not None or category == "inbox" or confidence < ctx.confidence_threshold:
         target = "inbox"
         if inbox_reason is not None:
@@ -183,7 +188,6 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         fields = {**common, **_category_fields(category, merged, dropped)}
         status = "filed"
 
-    entry_id = ctx.next_entry_id()
     existing = await ctx.store.find_id(entry_id) if entry_id and ctx.retried else None
     if existing is not None:  # the first attempt of this job filed it already
         entry = existing
@@ -202,6 +206,8 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         data["suggested_category"] = category
     if dropped:
         data["dropped"] = dropped
+    if related:
+        data["related"] = [{"name": e.name, "path": e.path, "id": e.id} for e in related]
     shown = {k: v for k, v in entry.fields.items()
              if k not in ("id", "name", "category", "created", "updated", "source",
                           "confidence", "original_text", *(extra_fields or {}))}
@@ -212,7 +218,18 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         summary = f"Saved to inbox for review: {entry.name} ({fields['reason']})"
     if dropped:
         summary += f"; left out: {'; '.join(dropped)}"
+    if related:
+        summary += f"; related: {', '.join(e.name for e in related)}"
     return ToolOutput(kind="capture", data=data, text=summary)
+
+
+async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[EntrySummary]:
+    """Notes related to the thought; never a reason for the capture to fail."""
+    try:
+        return await related_notes(ctx.store, text, exclude={entry_id} if entry_id else ())
+    except Exception:
+        log.warning("related notes not found for a capture", exc_info=True)
+        return []
 
 
 async def write_receipt(ctx: ToolContext, text: str, entry_id: str, path: str, category: str,

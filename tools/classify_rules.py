@@ -14,10 +14,11 @@ Dates come from `tools.dates` (relative to the user's `today`), names from `tool
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, tzinfo
 from typing import Any
@@ -26,8 +27,8 @@ from storage.types import CATEGORIES, CATEGORY_FIELDS, DEFAULT_STATUS, FILED_CAT
 from tools.dates import due_date, strip_dates, today_in
 from tools.names import MAX_NAME, NOT_NAMES, PERSON, clean_person, subject
 
-__all__ = ["FIELDS", "MAX_NAME", "PRIORITY", "UNSURE", "Classification", "Similar",
-           "classify", "due_date", "make_title", "neighbour_vote", "strip_dates", "subject", "today_in"]
+__all__ = ["FIELDS", "MAX_NAME", "PRIORITY", "UNSURE", "AnySimilar", "Classification",
+           "Similar", "ask_similar", "classify", "classify_async", "due_date", "make_title", "neighbour_vote", "strip_dates", "subject", "today_in"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
 
 # (category, score) of the nearest labelled examples of a text; score in 0..1, higher is closer.
 Similar = Callable[[str], Sequence[tuple[str, float]]]
+# The same, possibly async (nearest notes by vectors in the database): `classify_async`.
+Neighbours = Sequence[tuple[str, float]]
+AnySimilar = Callable[[str], "Neighbours | Awaitable[Neighbours]"]
 
 _MONTH_NAMES = frozenset({"april", "may", "june", "august"})  # names where a name is expected
 # Verbs of contact followed by a name: the thought is about a person.
@@ -270,6 +274,33 @@ def classify(text: str, *, today: date | None = None, tz: str | tzinfo | None = 
                           name=_name(text, category, person, today),
                           fields=_fields(text, category, due, person_points == 4, today),
                           signals=tuple(signals))
+
+
+async def ask_similar(similar: AnySimilar, text: str) -> Neighbours | None:
+    """What `similar` answers (awaited when it is async); None when it fails."""
+    try:
+        found = similar(text)
+        if inspect.isawaitable(found):
+            found = await found
+        return list(found)
+    except Exception:  # the hook is a helper: it can fail, the classification cannot
+        log.warning("similar() failed; classifying by rules alone", exc_info=True)
+        return None
+
+
+async def classify_async(text: str, *, today: date | None = None,
+                         tz: str | tzinfo | None = None,
+                         similar: AnySimilar | None = None) -> Classification:
+    """`classify`, with a `similar` that may be async: asked only when the rules are unsure."""
+    if today is None:
+        today = today_in(tz)
+    first = classify(text, today=today)
+    if similar is None or first.confidence >= UNSURE:
+        return first
+    found = await ask_similar(similar, text)
+    if found is None:
+        return first
+    return classify(text, today=today, similar=lambda _text: found)
 
 
 def _name(text: str, category: str, person: str | None, today: date) -> str:

@@ -115,6 +115,8 @@ async def _chat(args: argparse.Namespace) -> int:
                             "tools": [_execution_dict(e) for e in result.executions]})
             else:
                 _print_turn(result, args.verbose, sys.stdout)
+            if result.filed:  # after the reply: vectors for what it filed
+                await brain.keeper.embed_new(brain.store_for(user))
     finally:
         await brain.close()
 

@@ -51,19 +51,37 @@ class Opened:
 
 
 @asynccontextmanager
-async def open_brain(args: argparse.Namespace) -> AsyncIterator[Opened]:
-    """The Brain without a model (storage verbs need none), for --user and --vault."""
-    from bot.brain import Brain
+async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
+                     threads: int = 1) -> AsyncIterator[Opened]:
+    """The Brain without a language model (storage verbs need none), for --user and --vault.
+
+    With `meaning` (search, reindex) the embedding model starts loading in a worker thread
+    before the database opens, so the two overlap; without it, it is never loaded."""
+    import asyncio
+
     from bot.config import Settings
 
     settings = Settings()
-    brain = await Brain.start(settings, vault_override=getattr(args, "vault", None),
-                              with_llm=False)
+    from bot.index_keeper import cli_model
+
+    model = cli_model(settings, wanted=meaning, threads=threads)
+    loading = None
+    if meaning:
+        loading = asyncio.ensure_future(model.ready())
+        await asyncio.sleep(0)  # the model's thread starts before SQLAlchemy is imported
+    from bot.brain import Brain
+
     try:
-        user = user_id(settings, args)
-        yield Opened(settings, brain, user, brain.store_for(user))
+        brain = await Brain.start(settings, vault_override=getattr(args, "vault", None),
+                                  with_llm=False, meaning=model)
+        try:
+            user = user_id(settings, args)
+            yield Opened(settings, brain, user, brain.store_for(user))
+        finally:
+            await brain.close()
     finally:
-        await brain.close()
+        if loading is not None:
+            await loading  # never leave the load running: kitoken must not outlive its thread
 
 
 def print_json(data: Any) -> None:

@@ -29,9 +29,10 @@ def register(sub: Any) -> None:  # argparse subparsers
                        help="DEBUG, INFO, WARNING or ERROR (default INFO, or BRAIN_LOG_LEVEL)")
     serve.set_defaults(handler=run_serve)
 
-    doctor = sub.add_parser("doctor", help="check tokens, LLM and data directory",
-                            description="Check the Slack tokens (auth.test), the LLM config and "
-                                        "the data directory; exit 1 when something is wrong.")
+    doctor = sub.add_parser("doctor", help="check tokens, LLM, data directory and search model",
+                            description="Check the Slack tokens (auth.test), the LLM config, "
+                                        "the search model and the data directory; exit 1 when "
+                                        "something is wrong.")
     doctor.add_argument("--offline", action="store_true",
                         help="skip the network call to Slack (auth.test)")
     doctor.set_defaults(handler=run_doctor)
@@ -98,8 +99,19 @@ async def _doctor(settings: Settings, *, offline: bool) -> list[Any]:
     elif settings.slack_bot_token:
         checks.append(await auth_check(settings))
     checks.append(_llm_check(settings))
+    checks.append(_meaning_check(settings))
     checks.extend(await _data_checks(settings))
     return checks
+
+
+def _meaning_check(settings: Settings) -> Any:
+    """Can search by meaning run here? Without the model search still works, by words and
+    names only, so this says what is missing and how to add it."""
+    from bot.index_keeper import model_check
+    from bot.slack.doctor import Check
+
+    ok, detail, fix = model_check(settings)
+    return Check("Search by meaning", ok, detail, fix)
 
 
 def _llm_check(settings: Settings) -> Any:

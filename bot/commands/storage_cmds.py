@@ -56,6 +56,16 @@ def positive_limit(text: str) -> int:
     return value
 
 
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"threads must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"threads must be between 1 and 64, got {value}")
+    return value
+
+
 def title_from_text(text: str) -> str:
     """A note name from captured text: its first non-empty line, at most TITLE_MAX chars."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
@@ -137,10 +147,11 @@ def print_entry_list(result: EntryList) -> None:
 
 def _verb(args: argparse.Namespace, op: Callable[[Opened], Awaitable[Any]],
           show: Callable[[Any], None],
-          as_json: Callable[[Any], Any] = lambda result: result.to_dict()) -> int:
+          as_json: Callable[[Any], Any] = lambda result: result.to_dict(), *,
+          meaning: bool = False, threads: int = 1) -> int:
     """Open the store, run one operation, print the result as text or JSON."""
     async def go() -> int:
-        async with open_brain(args) as opened:
+        async with open_brain(args, meaning=meaning, threads=threads) as opened:
             result = await op(opened)
         if args.json:
             print_json(as_json(result))
@@ -170,7 +181,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not query:
         return fail("nothing to search for: QUERY is empty")
     return _verb(args, lambda v: v.store.search(query, category=args.category,
-                                                  limit=args.limit), print_entry_list)
+                                                limit=args.limit), print_entry_list,
+                 meaning=True)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -208,15 +220,35 @@ def cmd_backlinks(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    async def reindex(v: Opened) -> tuple[str, RefreshStats]:
-        return str(v.store.vault.root), await v.store.refresh()
+    from bot.commands.progress import ProgressLine
 
-    def show(result: tuple[str, RefreshStats]) -> None:
-        root, stats = result
+    async def reindex(v: Opened) -> tuple[str, RefreshStats, Any]:
+        store = v.store
+        stats = await store.refresh()  # the words index first: keyword search works at once
+        line = ProgressLine(sys.stderr, quiet=args.json)
+        embedded = await v.brain.keeper.reindex(store, progress=line.update)
+        line.done()
+        return str(store.vault.root), stats, (embedded, store.meaning.why)
+
+    def show(result: tuple[str, RefreshStats, Any]) -> None:
+        root, stats, (embedded, why) = result
         print(f"indexed {root}: added {stats.added}, updated {stats.updated}, "
               f"removed {stats.removed}, unchanged {stats.unchanged} in {stats.seconds:.2f}s")
+        if why is not None:
+            print(f"search by meaning is off: {why}")
+        else:
+            rate = f" ({embedded.notes / embedded.seconds:.1f} notes/s)" if embedded.notes and \
+                embedded.seconds > 0 else ""
+            print(f"vectors: {embedded.notes} note(s) given vectors ({embedded.embedded} "
+                  f"embedded) in {embedded.seconds:.1f}s{rate}; {embedded.pruned} unused "
+                  "removed")
 
-    return _verb(args, reindex, show, lambda result: dataclasses.asdict(result[1]))
+    def as_json(result: tuple[str, RefreshStats, Any]) -> dict[str, Any]:
+        _, stats, (embedded, why) = result
+        return {**dataclasses.asdict(stats), "vectors": dataclasses.asdict(embedded),
+                "meaning": why or "on"}
+
+    return _verb(args, reindex, show, as_json, meaning=True, threads=args.threads)
 
 
 def _run_checked(go: Any) -> int:
@@ -277,6 +309,9 @@ def register(sub: Any) -> None:  # argparse subparsers
     add_common(p)
     p.set_defaults(handler=cmd_backlinks)
 
-    p = sub.add_parser("reindex", help="bring the search index up to date with the vault")
+    p = sub.add_parser("reindex", help="bring the search index up to date with the vault, "
+                                        "and give every note its vector (resumable)")
+    p.add_argument("--threads", type=_threads, default=os.cpu_count() or 1,
+                   help="threads for embedding (default: every core)")
     add_common(p)
     p.set_defaults(handler=cmd_reindex)

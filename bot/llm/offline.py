@@ -33,7 +33,7 @@ from bot.llm.types import (
     Usage,
     requested_tools,
 )
-from tools.classify_rules import Similar, classify
+from tools.classify_rules import UNSURE, AnySimilar, ask_similar, classify
 from tools.dates import today_in
 
 __all__ = ["OfflineProvider", "Route", "example_for_schema", "route"]
@@ -51,9 +51,10 @@ def _tool_chars(tools: Any) -> list[dict[str, Any]]:
 
 class OfflineProvider:
     def __init__(self, config: LLMConfig | None = None, *, today: date | None = None,
-                 tz: str | tzinfo | None = None, similar: Similar | None = None) -> None:
+                 tz: str | tzinfo | None = None, similar: AnySimilar | None = None) -> None:
         """today: a fixed date (tests); else today in `tz` at each call (None: the machine's
-        zone). similar: the classifier's nearest-example hook, when the rules are unsure."""
+        zone). similar: the classifier's nearest-example hook (sync or async), asked when the
+        rules are unsure of a thought's category."""
         self.config = config or OFFLINE_CONFIG
         self.name = self.config.id
         self.model = self.config.model
@@ -77,14 +78,12 @@ class OfflineProvider:
         calls: Calls = []
         text: str | None
         if offered and choice != "none" and (forced or last.role == "user"):
-            decided = route(user_text, filed=last_filed(messages), today=today,
-                            similar=self.similar)
+            decided = await self._route(user_text, last_filed(messages), today)
             calls, text = self._calls(decided, user_text, offered, choice, today)
         elif last.role == "tool":
             text = summarise(last.tool_results)
         elif last.role == "user":
-            decided = route(user_text, filed=last_filed(messages), today=today,
-                            similar=self.similar)
+            decided = await self._route(user_text, last_filed(messages), today)
             text = decided.text or _no_tool_text(decided)
         else:
             text = "OK."
@@ -99,8 +98,21 @@ class OfflineProvider:
             text = json.dumps(value)
         return self._completion(system, messages, offered, calls, text, parsed)
 
+    async def _route(self, text: str, filed: Any, today: date) -> Route:
+        """The rules' decision; a capture they are unsure of asks `similar` once."""
+        decided = route(text, filed=filed, today=today)
+        if self.similar is None or decided.tool != "classify_and_capture":
+            return decided
+        hints = (decided.arguments or {}).get("hints") or {}
+        if float(hints.get("confidence", 1.0)) >= UNSURE:
+            return decided
+        found = await ask_similar(self.similar, text)
+        if found is None:
+            return decided
+        return route(text, filed=filed, today=today, similar=lambda _text: found)
+
     def _hints(self, text: str, today: date) -> dict[str, Any]:
-        return classify(text, today=today, similar=self.similar).hints()
+        return classify(text, today=today).hints()
 
     def _calls(self, decided: Route, text: str, offered: list[ToolSpec], choice: ToolChoice,
                today: date) -> tuple[Calls, str | None]:

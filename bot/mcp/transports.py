@@ -35,6 +35,7 @@ async def _brain(settings: Settings, user_id: str, vault: Path | None) -> AsyncI
         brain = await Brain.start(settings, vault_override=vault)
     try:
         brain.store_for(user_id)  # a bad user id fails now, before a client connects
+        brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
         yield brain
     finally:
         await brain.close()

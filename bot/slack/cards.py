@@ -1,18 +1,16 @@
 """Block Kit cards for the bot's replies, built with slack_sdk's typed blocks.
 
-Every outgoing message goes through `validate_message`, which runs the SDK's own validators
-(`to_dict()` validates the whole tree) plus the documented limits the SDK does not check.
+Every outgoing message goes through `validate_message` (bot/slack/limits.py, re-exported here),
+which runs the SDK's own validators plus the documented limits the SDK does not check.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
-from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
@@ -24,16 +22,19 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from bot.slack.limits import BODY_PREVIEW as BODY_PREVIEW
+from bot.slack.limits import MAX_BLOCKS as MAX_BLOCKS
+from bot.slack.limits import MAX_CONTEXT_TEXT as MAX_CONTEXT_TEXT
+from bot.slack.limits import MAX_FIELD_TEXT as MAX_FIELD_TEXT
+from bot.slack.limits import MAX_MARKDOWN as MAX_MARKDOWN
+from bot.slack.limits import MAX_MESSAGE_TEXT as MAX_MESSAGE_TEXT
+from bot.slack.limits import MAX_ROWS as MAX_ROWS
+from bot.slack.limits import MAX_SECTION_TEXT as MAX_SECTION_TEXT
+from bot.slack.limits import MessageInvalid as MessageInvalid
+from bot.slack.limits import SlackMessage as SlackMessage
+from bot.slack.limits import message as message
+from bot.slack.limits import validate_message as validate_message
 from storage.types import FILED_CATEGORIES
-
-MAX_BLOCKS = 50
-MAX_SECTION_TEXT = 3000
-MAX_FIELD_TEXT = 2000
-MAX_CONTEXT_TEXT = 3000
-MAX_MESSAGE_TEXT = 40_000
-MAX_MARKDOWN = 12_000  # all markdown blocks of one message together
-MAX_ROWS = 20
-BODY_PREVIEW = 600
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
@@ -47,16 +48,6 @@ KEY_FIELDS: tuple[tuple[str, str], ...] = (
     ("one_liner", "One-liner"),
     ("context", "Context"),
 )
-
-
-class MessageInvalid(ValueError):
-    """A message that Slack would reject or truncate; nothing is sent."""
-
-
-@dataclass(frozen=True)
-class SlackMessage:
-    text: str  # top-level fallback text (notifications, screen readers)
-    blocks: list[dict[str, Any]]
 
 
 def new_ref() -> str:
@@ -79,63 +70,6 @@ def title(category: str | None) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # validation
-
-
-def validate_message(blocks: Sequence[Block | dict[str, Any]], text: str, *,
-                     max_blocks: int = MAX_BLOCKS) -> list[dict[str, Any]]:
-    """Return the blocks as dicts if Slack would accept them, else raise MessageInvalid."""
-    if not text or not text.strip():
-        raise MessageInvalid("the fallback text is empty")
-    if len(text) > MAX_MESSAGE_TEXT:
-        raise MessageInvalid(f"the fallback text has {len(text)} characters (max {MAX_MESSAGE_TEXT})")
-    if len(blocks) > max_blocks:
-        raise MessageInvalid(f"{len(blocks)} blocks (max {max_blocks})")
-    out: list[dict[str, Any]] = []
-    block_ids: set[str] = set()
-    for i, raw in enumerate(blocks):
-        block = Block.parse(raw) if isinstance(raw, dict) else raw
-        if block is None:
-            raise MessageInvalid(f"block {i}: unknown block type")
-        try:
-            as_dict = block.to_dict()
-        except SlackObjectFormationError as exc:
-            raise MessageInvalid(f"block {i}: {exc}") from exc
-        if isinstance(raw, dict) and as_dict != raw:
-            raise MessageInvalid(f"block {i}: keys the SDK does not know were dropped")
-        _check_block(i, as_dict, block_ids)
-        out.append(as_dict)
-    return out
-
-
-def _check_block(i: int, block: dict[str, Any], block_ids: set[str]) -> None:
-    block_id = block.get("block_id")
-    if block_id is not None:
-        if block_id in block_ids:
-            raise MessageInvalid(f"block {i}: block_id {block_id!r} is used twice")
-        block_ids.add(block_id)
-    kind = block.get("type")
-    if kind == "section":
-        text = block.get("text")
-        if text is not None and not str(text.get("text", "")).strip():
-            raise MessageInvalid(f"block {i}: section text is empty")
-        for j, field in enumerate(block.get("fields") or []):
-            if len(field.get("text", "")) > MAX_FIELD_TEXT:
-                raise MessageInvalid(f"block {i}: field {j} exceeds {MAX_FIELD_TEXT} characters")
-            if not str(field.get("text", "")).strip():
-                raise MessageInvalid(f"block {i}: field {j} is empty")
-    elif kind == "context":
-        for j, element in enumerate(block.get("elements") or []):
-            if len(str(element.get("text", ""))) > MAX_CONTEXT_TEXT:
-                raise MessageInvalid(f"block {i}: context element {j} is too long")
-    elif kind == "actions":
-        action_ids = [e.get("action_id") for e in block.get("elements") or []]
-        present = [a for a in action_ids if a]
-        if len(present) != len(set(present)):
-            raise MessageInvalid(f"block {i}: action_id used twice in one block")
-
-
-def message(blocks: Sequence[Block | dict[str, Any]], text: str) -> SlackMessage:
-    return SlackMessage(text=text, blocks=validate_message(blocks, text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,6 +176,9 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "",
     if hint:
         info.append(hint)
     blocks.append(context(" · ".join(info), block_id=f"conf-{entry_id}{suffix}"))
+    related = " · ".join(f"*{escape(clip(str(r['name']), 60))}*" for r in data.get("related", []))
+    if related:  # notes close to this one by meaning (tools/related.py)
+        blocks.append(context(f"Related: {related}", block_id=f"related-{entry_id}{suffix}"))
     if entry_id:
         blocks.append(move_buttons(entry_id, category, suffix=suffix))
     return blocks

@@ -149,6 +149,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
         brain = await _unless_stopped(stop, Brain.start(settings))
     except Stopped:
         return
+    brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
     if accepted:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
     bot = SlackBot(brain, settings, concurrency=settings.workers,

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from storage.embed_text import embed_key, note_extra, texts_for_note
 from storage.links import extract_links, link_key
 from storage.notes import ParsedNote, _find_block, normalise_scalar, parse_note
 from storage.text import clean_values
@@ -152,6 +153,7 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
         "mtime_ns": mtime_ns, "size": size, "hash": hashlib.sha256(data).hexdigest(),
     }
     row = clean_values(row)  # NUL and lone surrogates: no database stores them
+    row["embed_key"] = embed_key(texts_for_note(row["name"], row["body"], note_extra(row)))
     row["meta"] = " ".join((meta_token("v", vault_key), meta_token("c", row["category"]),
                             meta_token("s", row["status"])))
     note = IndexedNote(row)

@@ -83,11 +83,20 @@ class NameCache:
 _NAME_CACHES: dict[str, NameCache] = {}
 
 
-async def vault_generation(session: AsyncSession, key: str) -> tuple[int, bool]:
-    """The vault's generation, and whether it is the only vault in the index."""
-    rows = (await session.execute(text("SELECT vault, generation FROM index_vaults"))).all()
-    mine = [int(g) for v, g in rows if v == key]
-    return (mine[0] if mine else 0), len(rows) == len(mine)
+@dataclass(frozen=True)
+class VaultState:
+    generation: int  # bumped by every change to the vault's note rows
+    vector_generation: int  # bumped when its vectors change
+    alone: bool  # the only vault in the index
+
+
+async def vault_state(session: AsyncSession, key: str) -> VaultState:
+    """The vault's generations, and whether it is the only vault in the index."""
+    rows = (await session.execute(text(
+        "SELECT vault, generation, vector_generation FROM index_vaults"))).all()
+    mine = [(int(g), int(vg)) for v, g, vg in rows if v == key]
+    generation, vectors = mine[0] if mine else (0, 0)
+    return VaultState(generation, vectors, len(rows) == len(mine))
 
 
 async def names_for(session: AsyncSession, key: str, generation: int) -> NameCache:

@@ -36,3 +36,18 @@ def order(scores: Mapping[int, float], words: Sequence[int],
     word_rank = {nid: i for i, nid in enumerate(words)}
     last = len(words)
     return sorted(scores, key=lambda n: (-scores[n], word_rank.get(n, last), -names.get(n, 0)))
+
+
+def signals(order: Sequence[int], lists: Mapping[str, Sequence[int]],
+            exact: Iterable[int]) -> dict[int, dict[str, int]]:
+    """nid -> {signal: rank in that signal's list (1 = best)} for the notes in `order`."""
+    wanted = set(order)
+    out: dict[int, dict[str, int]] = {nid: {} for nid in order}
+    for name, ranked in lists.items():
+        for rank, nid in enumerate(ranked, start=1):
+            if nid in wanted and name not in out[nid]:
+                out[nid][name] = rank
+    for nid in exact:
+        if nid in wanted:
+            out[nid]["exact"] = 1
+    return out

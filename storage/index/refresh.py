@@ -27,7 +27,7 @@ from storage.vault import Vault
 _NOTE_COLUMNS = (
     "vault", "path", "id", "name", "name_key", "stem_key", "category", "status",
     "one_liner", "context", "next_action", "due_date", "tags", "body", "frontmatter", "created",
-    "updated", "updated_ts", "mtime_ns", "size", "hash",
+    "updated", "updated_ts", "mtime_ns", "size", "hash", "embed_key",
 )
 _NUMBERS = {"updated_ts": Float, "mtime_ns": BigInteger, "size": BigInteger}
 _NOTES = Table("index_notes", MetaData(), Column("nid", BigInteger, primary_key=True),

@@ -7,9 +7,11 @@ is a query, not a database error)."""
 
 from __future__ import annotations
 
+import asyncio
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,7 +20,7 @@ from storage.index import backlinks as _backlinks
 from storage.index import fts5, ranking, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
-from storage.index.names import FUZZY_MAX_MATCHES, names_for, vault_generation
+from storage.index.names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
 from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
 from storage.text import clean_text
@@ -32,7 +34,14 @@ from storage.types import (
 )
 from storage.vault import Vault
 
+if TYPE_CHECKING:
+    from storage.vectors import Matrix
+
 MAX_LIMIT = 200
+# A note found by meaning alone is shown only this close to the query (cosine): below it
+# the nearest notes are not about the query at all (calibrated on the real vault, see
+# docs/performance.md), and "no match" is the honest answer.
+MEANING_FLOOR = 0.3
 SNIPPET_CHARS = 140
 _SUMMARY_COLUMNS = (
     "n.nid, n.path, n.id, n.name, n.category, n.status, n.one_liner, n.next_action, "
@@ -49,6 +58,53 @@ def _filters(category: str | None, status: str | None, params: dict[str, Any]) -
         sql += " AND n.status = :status"
         params["status"] = clean_text(status)
     return sql
+
+
+@dataclass(frozen=True)
+class MeaningQuery:
+    """What search by meaning needs: the model the vectors were made with, and the query's
+    vector (a task, so the embedding runs while the words are searched; None: no model)."""
+
+    model: str
+    vector: Awaitable[Matrix | None]
+    floor: float = MEANING_FLOOR  # for notes found by meaning alone
+
+
+async def _by_meaning(session: AsyncSession, key: str, state: VaultState,
+                      meaning: MeaningQuery | None, category: str | None, status: str | None,
+                      depth: int, floor: float) -> list[tuple[int, float]]:
+    probe = await _start_meaning(session, key, state, meaning, category, status, depth)
+    return await _finish_meaning(session, key, probe, category, status, depth, floor)
+
+
+async def _start_meaning(session: AsyncSession, key: str, state: VaultState,
+                         meaning: MeaningQuery | None, category: str | None,
+                         status: str | None, depth: int) -> asyncio.Task[Any] | None:
+    """The nearest keys by meaning, as a task: the query's embedding and the matrix product
+    run in worker threads while the words are searched (the matrix is loaded first, on this
+    session; the task itself touches no database)."""
+    if meaning is None or not meaning.model:
+        return None
+    from storage.index import vector_cache  # numpy: only once there is a model
+
+    matrix = await vector_cache.matrix_for(session, key, meaning.model, state.vector_generation)
+    want = vector_cache.depth_for(depth, category is not None or status is not None)
+
+    async def nearest() -> list[tuple[str, float]]:
+        return await vector_cache.top_keys(matrix, await meaning.vector, want)
+
+    return asyncio.ensure_future(nearest())
+
+
+async def _finish_meaning(session: AsyncSession, key: str, probe: asyncio.Task[Any] | None,
+                          category: str | None, status: str | None, depth: int,
+                          floor: float) -> list[tuple[int, float]]:
+    if probe is None:
+        return []
+    from storage.index import vector_cache
+
+    return await vector_cache.notes_of(session, key, await probe, depth=depth, floor=floor,
+                                       category=category, status=status)
 
 
 class WordSearch(Protocol):
@@ -85,7 +141,9 @@ class SearchIndex:
     # --- reading ------------------------------------------------------------------------------
 
     async def _summaries(self, session: AsyncSession, nids: Sequence[int],
-                         scores: Mapping[int, float] | None = None) -> list[EntrySummary]:
+                         scores: Mapping[int, float] | None = None,
+                         signals: Mapping[int, dict[str, int]] | None = None,
+                         ) -> list[EntrySummary]:
         if not nids:
             return []
         result = await session.execute(text(
@@ -100,13 +158,16 @@ class SearchIndex:
             snippet = r[6] or r[7] or r[8] or " ".join((r[9] or "").split())[:SNIPPET_CHARS]
             out.append(EntrySummary(path=r[1], id=r[2], name=r[3], category=r[4], status=r[5],
                                     snippet=snippet or None, updated=r[10],
-                                    score=None if scores is None else scores.get(nid)))
+                                    score=None if scores is None else scores.get(nid),
+                                    signals=None if signals is None else signals.get(nid)))
         return out
 
     async def search(self, session: AsyncSession, query: str, *, category: str | None = None,
-                     status: str | None = None, limit: int = 10) -> EntryList:
-        """Words (FTS5 bm25 / tsvector ts_rank_cd) fused with typo-tolerant names (rapidfuzz)
-        by reciprocal rank; a note named exactly as the query comes first."""
+                     status: str | None = None, limit: int = 10,
+                     meaning: MeaningQuery | None = None) -> EntryList:
+        """Words (FTS5 bm25 / tsvector ts_rank_cd), typo-tolerant names (rapidfuzz) and, with
+        `meaning`, the nearest notes by sentence vectors, fused by reciprocal rank; a note
+        named exactly as the query comes first. Each entry says which signals found it."""
         limit = max(0, min(int(limit), MAX_LIMIT))
         tokens = query_tokens(query if isinstance(query, str) else "")
         if not tokens:
@@ -114,12 +175,25 @@ class SearchIndex:
         depth = max(limit * 3, 30)
         category = None if category is None else clean_text(category)
         status = None if status is None else clean_text(status)
+        state = await vault_state(session, self.key)
+        probe = await _start_meaning(session, self.key, state, meaning, category, status, depth)
+        floor = meaning.floor if meaning is not None else 0.0
+        try:
+            return await self._fused(session, query, tokens, category, status, limit, depth,
+                                     state, probe, floor)
+        finally:
+            if probe is not None and not probe.done():
+                probe.cancel()
+
+    async def _fused(self, session: AsyncSession, query: str, tokens: list[str],
+                     category: str | None, status: str | None, limit: int, depth: int,
+                     state: VaultState, probe: asyncio.Task[Any] | None,
+                     floor: float) -> EntryList:
         words = _words(session)
-        generation, alone = await vault_generation(session, self.key)
         hits = await words.search_words(session, self.key, tokens, category, status, depth,
-                                        alone)
+                                        state.alone)
         ranked, total = hits.ranked, hits.total
-        names = await names_for(session, self.key, generation)
+        names = await names_for(session, self.key, state.generation)
         fuzzy = names.match(" ".join(tokens), category, status)
         fuzzy_ranked = sorted(fuzzy, key=lambda n: -fuzzy[n])[:FUZZY_MAX_MATCHES]
         # Count fuzzy-only notes once: those the word query did not already match. Exact when
@@ -132,7 +206,9 @@ class SearchIndex:
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
-        scores = ranking.fuse([ranked, fuzzy_ranked])
+        near = await _finish_meaning(session, self.key, probe, category, status, depth, floor)
+        lists = {"words": ranked, "name": fuzzy_ranked, "meaning": [nid for nid, _ in near]}
+        scores = ranking.fuse(lists.values())
         # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category
         # index and scans thousands of rows; by name it is one index probe.
         named = await session.execute(text(
@@ -143,9 +219,20 @@ class SearchIndex:
                  and (status is None or note_status == status)]
         total += sum(1 for nid in exact if nid not in scores)
         ranking.boost(scores, exact)
-        order = ranking.order(scores, ranked, fuzzy)
-        entries = await self._summaries(session, order[:limit], scores)
+        order = ranking.order(scores, ranked, fuzzy)[:limit]
+        signals = ranking.signals(order, lists, exact)
+        entries = await self._summaries(session, order, scores, signals)
         return EntryList(entries, max(total, len(entries)))
+
+    async def nearby(self, session: AsyncSession, meaning: MeaningQuery, *, k: int,
+                     floor: float, exclude: Collection[str] = ()) -> builtins.list[EntrySummary]:
+        """The k notes nearest a text by meaning (cosine >= floor, as `score`), except the
+        notes whose id or path is in `exclude`."""
+        state = await vault_state(session, self.key)
+        near = await _by_meaning(session, self.key, state, meaning, None, None,
+                                 k + len(exclude), floor=floor)
+        entries = await self._summaries(session, [nid for nid, _ in near], dict(near))
+        return [e for e in entries if e.id not in exclude and e.path not in exclude][:k]
 
     async def list(self, session: AsyncSession, *, category: str | None = None,
                    status: str | None = None, limit: int = 10) -> EntryList:

@@ -75,6 +75,18 @@ def test_inbox_note_gets_one_button_per_filed_category() -> None:
     assert "Best guess: *Ideas*" in texts(msg.blocks)
 
 
+def test_capture_card_names_related_notes_in_a_context_line() -> None:
+    related = [{"name": "Sara <Chen>", "path": "people/sara-chen.md", "id": "e_1"},
+               {"name": "Q3 budget " + "x" * 80, "path": "projects/q3.md", "id": "e_2"}]
+    msg = cards.turn_message(Turn("", [ex("capture", dict(CAPTURE, related=related), "Filed")]))
+    line = next(b for b in msg.blocks if b.get("block_id", "").startswith("related-"))
+    shown = line["elements"][0]["text"]
+    assert shown.startswith("Related: *Sara &lt;Chen&gt;* · *Q3 budget")
+    assert "…*" in shown  # a long name is clipped
+    plain = cards.turn_message(Turn("", [ex("capture", CAPTURE, "Filed")]))
+    assert not [b for b in plain.blocks if b.get("block_id", "").startswith("related-")]
+
+
 def test_move_result_card() -> None:
     data = {"oldPath": "projects/a.md", "newPath": "admin/a.md", "category": "admin",
             "id": "e_1", "name": "Call the dentist"}

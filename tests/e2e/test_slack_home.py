@@ -61,7 +61,9 @@ async def test_the_home_shows_everything_within_slacks_limits(slack: Harness) ->
     text = dump(blocks)
     assert "Inbox to review (25)" in text and "…and 15 more in the inbox" in text
     assert "brain list --category inbox" in text  # how to see what is left out
-    assert "Project 00* — next: step 0" in text and "Active projects (20)" in text
+    # the 15 most recently updated of 20 (which 15 varies: notes made in one second tie)
+    assert text.count("* — next: step ") == 15 and "Active projects (20)" in text
+    assert "…and 5 more active projects" in text
     assert f"{today.isoformat()} *today* · *Renew passport*" in text
     assert "Due in the next 7 days" in text and "Latest captures" in text
     buttons = block(blocks, "home-inbox-buttons-0")["elements"]

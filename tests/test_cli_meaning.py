@@ -1,0 +1,65 @@
+"""Search by meaning from the command line: `brain reindex` gives notes their vectors and says
+so, `brain search --json` says which signals found each note; with `BRAIN_EMBEDDING_MODEL`
+pointing nowhere search still works by words and names, reindex and doctor say why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from storage.meaning import Meaning
+from tests.brain_cli import BrainCLI
+from tests.tools.conftest import write_note
+
+pytestmark = pytest.mark.skipif(not Meaning.load().available, reason="no embedding model")
+
+NOTES = {
+    "projects/q3-budget.md": "---\nname: Q3 budget\n---\nHow much each team gets from July "
+                             "to September.\n",
+    "people/sara-chen.md": "---\nname: Sara Chen\n---\nFinance lead.\n",
+    "ideas/garden.md": "---\nname: Garden beds\n---\nRaised beds for tomatoes.\n",
+}
+
+
+def _cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], **env: str) -> BrainCLI:
+    for rel, text in NOTES.items():
+        write_note(tmp_path / "vault", rel, text)
+    return BrainCLI(capsys, tmp_path, {"BRAIN_DATA_DIR": str(tmp_path / "data"),
+                                       "BRAIN_OWNER": "me",
+                                       "BRAIN_VAULT_DIR": str(tmp_path / "vault"), **env})
+
+
+def test_reindex_embeds_and_search_explains_its_signals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = _cli(tmp_path, capsys)
+    done = cli("reindex")
+    assert done.code == 0, done.err
+    assert "added 3" in done.out and "vectors: 3 note(s) given vectors (3 embedded)" in done.out
+    assert "embedding [" not in done.err  # no progress bar when stderr is not a terminal
+    again = cli("reindex", "--json").json()
+    assert again["meaning"] == "on" and again["vectors"]["embedded"] == 0
+
+    found = cli("search", "spending", "for", "the", "summer", "quarter", "--json").json()
+    top = found["entries"][0]
+    assert top["name"] == "Q3 budget" and top["signals"].get("meaning") == 1
+    named = cli("search", "Sara", "Chen", "--json").json()["entries"][0]
+    assert named["name"] == "Sara Chen" and {"words", "name", "exact"} <= set(named["signals"])
+    filtered = cli("search", "spending", "money", "--category", "ideas", "--json").json()
+    assert all(e["category"] == "ideas" for e in filtered["entries"])
+
+
+def test_without_the_model_search_reindex_and_doctor_say_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = _cli(tmp_path, capsys, BRAIN_EMBEDDING_MODEL=str(tmp_path / "nowhere.onnx"),
+               BRAIN_LLM="offline")
+    done = cli("reindex")
+    assert done.code == 0 and "search by meaning is off: no model file at" in done.out
+    assert "Traceback" not in done.err
+    found = cli("search", "Sara", "--json").json()["entries"]
+    assert [e["name"] for e in found] == ["Sara Chen"] and "meaning" not in found[0]["signals"]
+
+    doctor = cli("doctor", "--offline")
+    line = next(x for x in doctor.out.splitlines() if "Search by meaning" in x)
+    assert line.startswith("FAIL") and "nowhere.onnx" in line
+    assert "BRAIN_EMBEDDING_MODEL" in doctor.out
