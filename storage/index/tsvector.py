@@ -12,11 +12,17 @@ action) when few notes have the words there, then filled with the newest of the 
 counted (a plain `ORDER BY nid DESC` would read every row of a word found only in old notes);
 its total is the planner's estimate (column statistics, refreshed after large index changes),
 never below what was counted.
+
+ts_rank_cd knows nothing of how rare a word is (bm25 does), so when any word may match, a
+set small enough to rank whole is ranked by each word's rank weighted by its rarity in the
+vault (bm25's idf): "add something new" ranks a note with "developers" above the many with
+"new", as FTS5 does.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -53,6 +59,8 @@ class _Query:
     category: str | None
     status: str | None
     column: str = ALL
+    weights: tuple[float, ...] = ()  # with `terms`: rank by the sum of each word's rank x weight
+    terms: tuple[str, ...] = ()
 
     @property
     def params(self) -> dict[str, Any]:
@@ -97,11 +105,36 @@ class _Query:
         return int(data[0]["Plan"]["Plan Rows"])
 
     async def ranked(self, session: AsyncSession, depth: int) -> list[int]:
+        params = self.params
+        if self.terms:
+            rank = " + ".join(
+                f"{w!r} * ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
+                f"to_tsquery('{CONFIG}', :t{i}))" for i, w in enumerate(self.weights))
+            params |= {f"t{i}": t for i, t in enumerate(self.terms)}
+        else:
+            rank = f"ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, to_tsquery('{CONFIG}', :q))"
         result = await session.execute(text(
             f"SELECT n.nid FROM index_notes n WHERE {self.where} "
-            f"ORDER BY ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
-            f"to_tsquery('{CONFIG}', :q)) DESC, n.nid LIMIT {int(depth)}"), self.params)
+            f"ORDER BY {rank} DESC, n.nid LIMIT {int(depth)}"), params)
         return [r[0] for r in result]
+
+    async def by_rarity(self, session: AsyncSession, terms: Sequence[str],
+                        found: Sequence[int]) -> _Query:
+        """This any-word query, ranked with each word weighted by bm25's idf: how many of
+        the `found` notes have it, against the vault's size (the planner's estimate)."""
+        counts = ", ".join(f"count(*) FILTER (WHERE n.{self.column} @@ to_tsquery("
+                           f"'{CONFIG}', :t{i}))" for i in range(len(terms)))
+        row = (await session.execute(
+            text(f"SELECT {counts} FROM index_notes n WHERE n.nid IN :ids")
+            .bindparams(bindparam("ids", expanding=True)),
+            {"ids": list(found), **{f"t{i}": t for i, t in enumerate(terms)}})).one()
+        plan = (await session.execute(text(
+            "EXPLAIN (FORMAT JSON) SELECT 1 FROM index_notes WHERE vault = :v"),
+            {"v": self.key})).scalar()
+        data: Any = json.loads(plan) if isinstance(plan, str) else plan
+        size = max(int(data[0]["Plan"]["Plan Rows"]), len(found))
+        weights = tuple(math.log(1 + (size - df + 0.5) / (df + 0.5)) for df in row)
+        return replace(self, terms=tuple(terms), weights=weights)
 
 
 async def _search(session: AsyncSession, key: str, tokens: Sequence[str], category: str | None,
@@ -114,6 +147,8 @@ async def _search(session: AsyncSession, key: str, tokens: Sequence[str], catego
                  if w.lower() not in STOPWORDS] or terms
         query = _Query(key, " | ".join(terms), category, status)
         found = await query.first(session, RANK_ALL_LIMIT + 1)
+        if len(terms) > 1 and 0 < len(found) <= RANK_ALL_LIMIT:
+            query = await query.by_rarity(session, terms, found)
     if len(found) <= RANK_ALL_LIMIT:
         ranked = await query.ranked(session, depth) if found else []
         return WordHits(ranked, len(found), query.tsquery, complete=True)

@@ -228,6 +228,22 @@ async def test_search_prefix_diacritics_and_or_fallback(
         assert [e.path for e in either.entries] == ["ideas/garden.md"]
 
 
+async def test_when_no_note_has_every_word_the_rarer_word_ranks_first(
+        vault: Vault, db: Database) -> None:
+    # "meeting" is in twenty notes, "kayak" in one: the note with the rare word is what the
+    # person means, though the common word's notes name it (bm25's idf on SQLite; on
+    # PostgreSQL each word's ts_rank_cd weighted by the same idf).
+    for i in range(20):
+        write(vault, f"admin/m{i}.md", note(f"Meeting {i}", "The weekly meeting, again."))
+    write(vault, "ideas/river.md", note("River trip", "Borrow a kayak for the weekend."))
+    index = SearchIndex(vault)
+    await refreshed(db, index)
+    async with db.session() as s:
+        found = await index.search(s, "meeting kayak", limit=5)
+    assert found.entries[0].path == "ideas/river.md"
+    assert len(found.entries) == 5  # the common word's notes still follow
+
+
 async def test_search_matches_whole_words_in_every_field_and_folds_case_and_accents(
         sample: SearchIndex, vault: Vault, db: Database) -> None:
     write(vault, "ideas/start.md", note("Kick-off", "We start on Monday."))

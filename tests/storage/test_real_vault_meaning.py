@@ -75,7 +75,7 @@ async def test_rare_words_and_typos_still_come_first(store: Store, query: str, n
 
 
 @pytest.mark.parametrize(("query", "note"), [
-    ("ask the developers to add something new", "Request a Feature.md"),
+    ("this job can't begin until that other one is finished", "Task Dependencies.md"),
     ("turn on more verbose diagnostic messages", "Console logging facilities in Tasks.md"),
     ("a chore that comes back each week by itself", "Recurring Tasks.md"),
     ("take pictures of the screen for the user guide", "Screenshots in documentation.md"),
