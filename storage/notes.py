@@ -236,11 +236,18 @@ def _edit_flow(yaml_text: str, node: yaml.MappingNode, changes: Mapping[str, Any
     edits: list[tuple[int, int, str]] = []
     pairs = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
     present = {k.value for k, _ in pairs}
-    for key_node, value_node in pairs:
+    gone = [k.value in remove and k.value not in changes for k, _ in pairs]
+    for i, (key_node, value_node) in enumerate(pairs):
         start, end = key_node.start_mark.index, value_node.end_mark.index
         if key_node.value in changes:
             edits.append((value_node.start_mark.index, end, _flow(changes[key_node.value])))
-        elif key_node.value in remove:
+        elif gone[i] and (i == 0 or not gone[i - 1]):
+            # A run of removed items goes as one edit (edits must not overlap): with the comma
+            # after it when an item follows, else with the comma before it.
+            run_end = i
+            while run_end + 1 < len(pairs) and gone[run_end + 1]:
+                run_end += 1
+            end = pairs[run_end][1].end_mark.index
             after = yaml_text[end:].lstrip()
             if after.startswith(","):
                 stop = len(yaml_text) - len(after) + 1

@@ -294,3 +294,14 @@ def test_apply_changes_on_generated_notes(original: str, changes: dict[str, obje
     expected.update(normalise_scalar(changes))
     assert parse_note(out).frontmatter == expected
     assert parse_note(out).body == before.body
+
+
+def test_removing_the_last_two_keys_of_a_flow_mapping_keeps_it_whole() -> None:
+    # Found by the property test above: both removals claimed the comma between them.
+    text = "---\n{tags: null, name: null}\n---\nbody\n"
+    out = apply_changes(text, {}, remove=["name", "tags"])
+    assert parse_note(out).frontmatter == {} and parse_note(out).body == "body\n"
+    out = apply_changes(text, {"id": "x"}, remove=["name", "tags"])
+    assert parse_note(out).frontmatter == {"id": "x"} and parse_note(out).body == "body\n"
+    out = apply_changes("---\n{a: 1, b: 2, c: 3}\n---\n", {}, remove=["b", "c"])
+    assert out == "---\n{a: 1}\n---\n"
