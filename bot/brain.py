@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from bot.config import Settings
-from bot.jobs import JobQueue, JobRow
-from storage import repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.store import Store
@@ -28,10 +26,12 @@ if TYPE_CHECKING:
     from bot.accounts import Accounts
     from bot.home import Home
     from bot.index_keeper import IndexKeeper
+    from bot.jobs import JobQueue, JobRow
     from bot.llm.types import Provider
     from bot.reminders import Reminders
     from bot.saving import Saver
     from bot.turns import TurnResult
+    from storage import repositories
     from storage.meaning import Meaning
     from tools.base import DigestMaker
     from tools.registry import Execution
@@ -48,7 +48,7 @@ class Brain:
         self.db = db
         self._provider = provider
         self.vault_override = vault_override
-        self.jobs = JobQueue(db)  # the durable intake, for adapters that take in work
+        self._jobs: JobQueue | None = None
         self._stores: dict[str, Store] = {}
         self._turns: Any = None
         self._services: dict[str, Any] = {}
@@ -65,6 +65,16 @@ class Brain:
             provider = _make_provider(settings)
         db = await Database.open(settings.db_url())
         return cls(settings, db, provider, vault_override=vault_override, meaning=meaning)
+
+    @property
+    def jobs(self) -> JobQueue:
+        """The durable intake, for adapters that take in work (loaded on first use: a
+        storage verb of the CLI never needs it)."""
+        if self._jobs is None:
+            from bot.jobs import JobQueue
+
+            self._jobs = JobQueue(self.db)
+        return self._jobs
 
     @property
     def provider(self) -> Provider:
@@ -141,6 +151,8 @@ class Brain:
 
     async def conversation(self, key: str, user_id: str, *, channel: str | None = None,
                            thread_ts: str | None = None) -> repositories.ConversationRow:
+        from storage import repositories
+
         async with self.db.session() as s:
             row = await repositories.get_or_create_conversation(
                 s, key, user_id, channel=channel, thread_ts=thread_ts)
@@ -185,6 +197,8 @@ class Brain:
     async def trash_entry(self, *, user_id: str, ref: str,
                           conversation_key: str | None = None) -> str:
         """Undo: the note goes to the vault's restorable trash, never deleted."""
+        from storage import repositories
+
         store = self.store_for(user_id)
         entry = await store.get(ref)
         new_path = await store.trash(ref)
@@ -203,11 +217,15 @@ class Brain:
 
     async def recent_conversations(self, user_id: str,
                                    limit: int = 5) -> list[repositories.ConversationRow]:
+        from storage import repositories
+
         async with self.db.session() as s:
             return await repositories.recent_conversations(s, user_id, limit=limit)
 
     async def conversation_key(self, ref: str) -> str | None:
         """The key of the conversation `ref` names (its key or its number), or None."""
+        from storage import repositories
+
         async with self.db.session() as s:
             row = await repositories.get_conversation(s, ref)
             if row is None and ref.isdigit():
@@ -217,6 +235,8 @@ class Brain:
     async def turn_log(self, conversation_key: str | None = None,
                        limit: int = 10) -> list[repositories.TurnRow]:
         """The latest turns (of one conversation, or all), newest first, with tool runs."""
+        from storage import repositories
+
         async with self.db.session() as s:
             conv_id = None
             if conversation_key is not None:
@@ -230,11 +250,15 @@ class Brain:
 
     async def thread_known(self, channel: str, thread_ts: str) -> bool:
         """Has anyone talked with the bot in this Slack thread?"""
+        from storage import repositories
+
         async with self.db.session() as s:
             return await repositories.thread_known(s, channel, thread_ts)
 
     async def note_owner(self, entry_id: str, conversation_key: str | None = None) -> str | None:
         """Whose vault holds the note: its capture's user, else the conversation's user."""
+        from storage import repositories
+
         async with self.db.session() as s:
             capture = await repositories.capture_for_entry(s, entry_id)
             if capture is not None:
@@ -245,6 +269,8 @@ class Brain:
             return conversation.user_id if conversation is not None else None
 
     async def receipt(self, entry_id: str) -> repositories.CaptureRow | None:
+        from storage import repositories
+
         async with self.db.session() as s:
             return await repositories.capture_for_entry(s, entry_id)
 
@@ -253,6 +279,8 @@ class Brain:
         """Record which message shows each new receipt of the turn; returns the cards of notes
         the turn moved that were shown elsewhere in this channel (channel, ts, data, text), so
         the adapter can update them in place."""
+        from storage import repositories
+
         stale: list[tuple[str, str, dict[str, Any], str]] = []
         async with self.db.session() as s:
             for ex in result.executions:
