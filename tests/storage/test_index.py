@@ -228,6 +228,22 @@ async def test_search_prefix_diacritics_and_or_fallback(
         assert [e.path for e in either.entries] == ["ideas/garden.md"]
 
 
+async def test_words_inside_links_addresses_and_paths_are_found(
+        vault: Vault, db: Database) -> None:
+    # PostgreSQL's parser keeps a host, an e-mail address or a file path as one token; FTS5
+    # splits them. Both databases must find the word inside.
+    write(vault, "ideas/links.md", note(
+        "Reading list", "See https://www.codecademy.com/article/what-is-an-ide and "
+        "docs/setup_guide.md, or mail ada@lovelace.example.", next_action="open intro.pdf"))
+    write(vault, "ideas/other.md", note("Other", "Nothing to see."))
+    index = SearchIndex(vault)
+    await refreshed(db, index)
+    async with db.session() as s:
+        for query in ("codecademy", "setup", "guide", "lovelace", "intro", "article"):
+            found = await index.search(s, query)
+            assert [e.path for e in found.entries] == ["ideas/links.md"], query
+
+
 async def test_when_no_note_has_every_word_the_rarer_word_ranks_first(
         vault: Vault, db: Database) -> None:
     # "meeting" is in twenty notes, "kayak" in one: the note with the rare word is what the
