@@ -168,6 +168,18 @@ async def idle(replicas: list[Replica], timeout: float = 60) -> None:
         calm = calm + 1 if jobs["pending"] + jobs["running"] == 0 else 0
 
 
+async def running_jobs_of(url: str, replica: Replica) -> int:
+    """How many jobs `replica` is running now (leased to its pid)."""
+    db = await Database.open(url)
+    try:
+        async with db.session() as s:
+            owners = (await s.execute(select(Job.lease_owner)
+                                      .where(Job.state == "running"))).scalars().all()
+    finally:
+        await db.close()
+    return sum(1 for o in owners if str(o or "").split(":")[1:2] == [str(replica.pid)])
+
+
 async def journal_figures(url: str, replicas: list[Replica]) -> tuple[dict[str, int], int]:
     """How many jobs each replica finished (a finished job keeps who finished it), and how many
     jobs ran more than once (taken over from the killed replica)."""

@@ -110,6 +110,10 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
 
         await halfway.wait()  # half the DMs acknowledged
         victim = replicas[1]
+        for _ in range(100):  # and the victim is in the middle of turns (its jobs leased)
+            if await rs.running_jobs_of(url, victim):
+                break
+            await asyncio.sleep(0.02)
         answered_before = len(fake.calls_to("chat.postMessage"))
         await rs.kill(victim)  # mid-burst: it holds running turns and has acked its share
         await senders
