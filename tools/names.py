@@ -122,6 +122,13 @@ def _head(line: str, today: date | None) -> str:
     return strip_dates(_CLAUSE_BREAK.split(line, maxsplit=1)[0], today)
 
 
+def _trim(text: str) -> str:
+    """Without edge punctuation or whitespace of any kind (a no-break space too)."""
+    while (trimmed := text.strip().strip(" ,;:-–—.!?\"'")) != text:
+        text = trimmed
+    return text
+
+
 def subject(text: str, today: date | None = None, *, keep_verb: bool = True) -> str:
     """The subject of a thought, as a short title. `keep_verb` False also drops generic work
     verbs ("Finish", "Kick off", "Plan"): a project is named by what it is, a task by what
@@ -136,14 +143,14 @@ def subject(text: str, today: date | None = None, *, keep_verb: bool = True) -> 
         line, proposal = stripped, True
     if proposal:  # "what if we used X" -> "X"
         line = _LIGHT_VERB.sub("", line)
-    head = _head(line, today).strip(" ,;:-–—.!?\"'")
+    head = _trim(_head(line, today))
     if not keep_verb:
         head = _WORK_VERB.sub("", head) or head
     state = _STATE.match(head)
     if state:
         head = state["np"]
     head = _TRAILING.sub("", _cut_long(head))
-    head = _ARTICLE.sub("", head).strip(" ,;:-–—.!?\"'")
+    head = _trim(_ARTICLE.sub("", head))
     if not head:
         fallback = strip_dates(line, today) or line
         head = " ".join(fallback.split()[:MAX_WORDS]).strip(" ,;:.!?") or "Untitled"

@@ -50,3 +50,9 @@ def test_subjects(text: str, keep_verb: bool, name: str) -> None:
 def test_a_subject_is_always_a_short_name(text: str, keep_verb: bool) -> None:
     name = subject(text, keep_verb=keep_verb)
     assert 0 < len(name) <= MAX_NAME and name == name.strip()
+
+
+def test_a_no_break_space_at_the_edge_is_trimmed() -> None:
+    # Found by the property test above: "0\xa0(" was named "0\xa0".
+    assert subject("0\xa0(", keep_verb=False) == "0"
+    assert subject("Call Sara\xa0\u2003", keep_verb=True) == subject("Call Sara")
