@@ -54,9 +54,10 @@ def pct(values: list[float], p: float) -> float:
 class Rig:
     """`brain serve --http` as a subprocess, with the fakes in this process."""
 
-    def __init__(self, data_dir: Path, delay: float) -> None:
+    def __init__(self, data_dir: Path, delay: float, *, meaning: bool = True) -> None:
         self.data_dir = data_dir
         self.delay = delay
+        self.meaning = meaning
 
     async def __aenter__(self) -> Rig:
         self.fake = await FakeSlack().start()
@@ -72,6 +73,8 @@ class Rig:
                    BRAIN_LLM="openai", OPENAI_API_KEY="sk-bench",
                    OPENAI_BASE_URL=self.llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
                    BRAIN_LLM_TIMEOUT="60")
+        if not self.meaning:  # search by meaning off: what it costs a turn is the difference
+            env["BRAIN_EMBEDDING_MODEL"] = str(self.data_dir / "no-model.onnx")
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot.cli", "serve", "--http", "--host", "127.0.0.1",
             "--port", str(port), "--log-level", "WARNING", env=env, cwd=str(ROOT))
@@ -141,10 +144,11 @@ async def warm_up(rig: Rig) -> None:
     await rig.idle()
 
 
-async def run(events: int, delay: float, sequential: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"events": events, "llm_delay_s": delay}
+async def run(events: int, delay: float, sequential: int,
+              meaning: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"events": events, "llm_delay_s": delay, "meaning": meaning}
     with tempfile.TemporaryDirectory() as tmp:
-        async with Rig(Path(tmp) / "a", delay) as rig:
+        async with Rig(Path(tmp) / "a", delay, meaning=meaning) as rig:
             await warm_up(rig)
             posted = len(rig.fake.calls_to("chat.postMessage"))
             llm_before = len(rig.llm.requests)
@@ -159,7 +163,7 @@ async def run(events: int, delay: float, sequential: int) -> dict[str, Any]:
                             "server_ack_p99_ms": server["ack_ms_p99"],
                             "all_answered_s": wall, "llm_calls": llm_calls,
                             "serial_would_take_s": llm_calls * delay}
-        async with Rig(Path(tmp) / "b", delay) as rig:
+        async with Rig(Path(tmp) / "b", delay, meaning=meaning) as rig:
             # ack latency while a full burst of turns is in flight
             await warm_up(rig)
             posted = len(rig.fake.calls_to("chat.postMessage"))
@@ -170,7 +174,7 @@ async def run(events: int, delay: float, sequential: int) -> dict[str, Any]:
             await rig.wait_posts(posted + 2 * events)
             out["under_load"] = {"ack_p50_ms": pct(acks2, 50), "ack_p99_ms": pct(acks2, 99),
                                  "ack_max_ms": max(acks2), "turns_in_flight": events}
-        async with Rig(Path(tmp) / "c", 0.0) as rig:
+        async with Rig(Path(tmp) / "c", 0.0, meaning=meaning) as rig:
             await warm_up(rig)
             times = []
             for _ in range(sequential):
@@ -211,8 +215,11 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=2.0, help="seconds per LLM call")
     parser.add_argument("--sequential", type=int, default=30)
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
+    parser.add_argument("--no-meaning", action="store_true",
+                        help="serve with search by meaning off (no related notes, no vectors)")
     args = parser.parse_args()
-    result = asyncio.run(run(args.events, args.delay, args.sequential))
+    result = asyncio.run(run(args.events, args.delay, args.sequential,
+                             meaning=not args.no_meaning))
     print(json.dumps(result, indent=2) if args.json else report(result))
 
 
