@@ -12,7 +12,8 @@ In a long-running process (`brain serve`, `brain mcp`) one `Indexer` runs two ta
   batches: each batch is embedded in a worker thread (onnxruntime lets go of the GIL, so the
   event loop keeps serving turns) and written in its own transaction. The work is resumable:
   what is written stays, and what is missing is found again from the database. A new note is
-  searchable by meaning a fraction of a second after it is filed.
+  searchable by meaning within a second or two of being filed: the embedder waits for
+  writes to pause (SETTLE), so it never competes with the turn that wrote.
 
 `embed_pending` is the same work in the foreground, for `brain reindex`.
 """
@@ -44,6 +45,12 @@ BATCH_NOTES = 32
 SCAN_EVERY = 2.0
 SLOW_SCAN_FACTOR = 10.0
 PRUNE_EVERY = 60.0  # seconds between checks for vectors no note uses, per vault
+# After a wake the embedder waits until writes pause for SETTLE seconds (at most MAX_SETTLE):
+# the turn that wrote has posted its reply by then, and a burst's notes are embedded together.
+# Started at once, the embedding shared SQLite's one writer connection and the two cores with
+# the turn still running: +14 ms per capture turn in `bench_slack` (performance.md).
+SETTLE = 0.3
+MAX_SETTLE = 2.0
 
 # (notes done, notes to do in all, seconds since the start)
 Progress = Callable[[int, int, float], None]
@@ -196,7 +203,7 @@ class Indexer:
         assert self._wake is not None
         while True:
             await self._wake.wait()
-            self._wake.clear()
+            await self._settle()
             if not await self.meaning.ready():
                 continue  # no model: the words index is all there is (logged once at load)
             for key in list(self._stores):
@@ -206,6 +213,19 @@ class Indexer:
                     self._failed("embedding failed", exc)
                     await asyncio.sleep(self.scan_every)  # not in a tight loop
                     self._wake.set()
+
+    async def _settle(self) -> None:
+        """Wait until no write has woken us for SETTLE seconds, or MAX_SETTLE in all."""
+        assert self._wake is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MAX_SETTLE
+        while (left := deadline - loop.time()) > 0:
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), min(SETTLE, left))
+            except TimeoutError:
+                break
+        self._wake.clear()
 
     async def _embed_vault(self, key: str) -> None:
         from storage.index import vector_rows
