@@ -201,6 +201,9 @@ class Indexer:
 
     async def _embed_loop(self) -> None:
         assert self._wake is not None
+        # Load the model now, at start, not after the first pause: its imports hold the GIL
+        # for a few hundred ms, which would stall the first turns (no settling for this).
+        await self.meaning.ready()
         while True:
             await self._wake.wait()
             await self._settle()
