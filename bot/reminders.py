@@ -11,8 +11,6 @@ entirely is skipped, like a digest missed by hours.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -20,6 +18,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.polling import Poller
 from storage import digest_data as q
 from storage import journal, slack_state
 from storage.types import STATUS_VALUES
@@ -122,17 +121,17 @@ class Reminders:
         return result
 
 
-class ReminderScheduler:
+class ReminderScheduler(Poller):
     """Polls and claims due reminders; `wake()` tells the worker new jobs are there."""
+
+    what = "reminder"
 
     def __init__(self, brain: Any, *, tz_lookup: TzLookup | None, wake: Callable[[], None],
                  clock: Callable[[], datetime], poll_seconds: float = 60) -> None:
+        super().__init__(clock, poll_seconds)
         self.brain = brain
         self.tz_lookup = tz_lookup
         self.wake = wake
-        self.clock = clock
-        self.poll_seconds = poll_seconds
-        self._stop = asyncio.Event()
         self._checked: dict[str, datetime] = {}  # person -> when their notes were last read
 
     def _in_window(self, local: datetime) -> bool:
@@ -142,9 +141,7 @@ class ReminderScheduler:
 
     async def tick(self) -> list[tuple[str, str, str]]:
         """Claim every reminder due now; returns (user, ref, day) of each claimed."""
-        now = self.clock()
-        if now.tzinfo is None:
-            raise ValueError("the reminder clock must return aware datetimes")
+        now = self.now()
         claimed: list[tuple[str, str, str]] = []
         async with self.brain.db.session() as s:
             users = await slack_state.slack_users_with_captures(s)
@@ -173,16 +170,3 @@ class ReminderScheduler:
             log.info("%d reminder(s) claimed", len(claimed))
             self.wake()
         return claimed
-
-    async def run(self) -> None:
-        self._stop.clear()
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("reminder tick failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.poll_seconds)
-
-    def stop(self) -> None:
-        self._stop.set()

@@ -14,13 +14,12 @@ digest is worse than a missed one.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.polling import Poller
 from storage import repositories
 from storage.db import Database
 from storage.digest_data import claim_digest_slot
@@ -65,23 +64,21 @@ def due_slot(sub: SubscriptionRow, now: datetime) -> datetime | None:
     return slot
 
 
-class DigestScheduler:
+class DigestScheduler(Poller):
     """Polls the subscriptions and delivers what is due. `deliver(sub, slot)` gets the slot
     as an aware datetime in the user's zone (`slot.date()` is the digest's day)."""
 
+    what = "digest scheduler"
+
     def __init__(self, db: Database, deliver: Deliver, clock: Callable[[], datetime],
                  poll_seconds: float = 60) -> None:
+        super().__init__(clock, poll_seconds)
         self.db = db
         self.deliver = deliver
-        self.clock = clock
-        self.poll_seconds = poll_seconds
-        self._stop = asyncio.Event()
 
     async def tick(self) -> list[tuple[SubscriptionRow, datetime]]:
         """Send every due digest once; returns what was sent (claimed and delivered)."""
-        now = self.clock()
-        if now.tzinfo is None:
-            raise ValueError("the scheduler clock must return aware datetimes")
+        now = self.now()
         async with self.db.session() as s:
             subs = await repositories.list_subscriptions(s)
         sent = []
@@ -106,20 +103,6 @@ class DigestScheduler:
                 continue
             sent.append((sub, slot))
         return sent
-
-    async def run(self) -> None:
-        """Tick until stop(); the first tick runs at once (catches up a missed digest)."""
-        self._stop.clear()
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("digest scheduler tick failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.poll_seconds)
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 def describe(sub: SubscriptionRow) -> str:
