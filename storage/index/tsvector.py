@@ -97,12 +97,8 @@ class _Query:
 
     async def estimate(self, session: AsyncSession) -> int:
         """The planner's estimate of how many notes match (no row is read)."""
-        result = await session.execute(text(
-            f"EXPLAIN (FORMAT JSON) SELECT 1 FROM index_notes n WHERE {self.where}"),
-            self.params)
-        plan = result.scalar()
-        data: Any = json.loads(plan) if isinstance(plan, str) else plan
-        return int(data[0]["Plan"]["Plan Rows"])
+        return await _planned_rows(session, f"SELECT 1 FROM index_notes n WHERE {self.where}",
+                                   self.params)
 
     async def ranked(self, session: AsyncSession, depth: int) -> list[int]:
         params = self.params
@@ -128,13 +124,17 @@ class _Query:
             text(f"SELECT {counts} FROM index_notes n WHERE n.nid IN :ids")
             .bindparams(bindparam("ids", expanding=True)),
             {"ids": list(found), **{f"t{i}": t for i, t in enumerate(terms)}})).one()
-        plan = (await session.execute(text(
-            "EXPLAIN (FORMAT JSON) SELECT 1 FROM index_notes WHERE vault = :v"),
-            {"v": self.key})).scalar()
-        data: Any = json.loads(plan) if isinstance(plan, str) else plan
-        size = max(int(data[0]["Plan"]["Plan Rows"]), len(found))
+        size = max(await _planned_rows(session, "SELECT 1 FROM index_notes WHERE vault = :v",
+                                       {"v": self.key}), len(found))
         weights = tuple(math.log(1 + (size - df + 0.5) / (df + 0.5)) for df in row)
         return replace(self, terms=tuple(terms), weights=weights)
+
+
+async def _planned_rows(session: AsyncSession, sql: str, params: dict[str, Any]) -> int:
+    """How many rows the planner expects `sql` to return (column statistics; none is read)."""
+    plan = (await session.execute(text(f"EXPLAIN (FORMAT JSON) {sql}"), params)).scalar()
+    data: Any = json.loads(plan) if isinstance(plan, str) else plan
+    return int(data[0]["Plan"]["Plan Rows"])
 
 
 async def _search(session: AsyncSession, key: str, tokens: Sequence[str], category: str | None,
