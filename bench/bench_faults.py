@@ -74,7 +74,7 @@ async def model_faults(tmp: Path) -> Line:
                 srv._script.clear()
                 srv.script(script_for(fault, provider))
                 try:
-                    result = await brain.handle(conversation_key="cli:u:f", user_id="u",
+                    result = await brain.turns.handle(conversation_key="cli:u:f", user_id="u",
                                                 text=THOUGHT)
                     store = brain.store_for("u")
                     notes = [p for p in store.vault.root.rglob("*.md")

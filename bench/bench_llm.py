@@ -103,7 +103,7 @@ async def run_size(size: int, workdir: Path) -> list[dict[str, object]]:
         index_s = time.perf_counter() - started
         for scenario, text in SCENARIOS:
             before = len(provider.calls)
-            result = await brain.handle(conversation_key=f"bench:{size}", user_id="bench",
+            result = await brain.turns.handle(conversation_key=f"bench:{size}", user_id="bench",
                                         text=text)
             calls = provider.calls[before:]
             rows.append({

@@ -51,11 +51,11 @@ async def captures(vault: Path, texts: list[str], tmp: Path, model: str | None) 
     try:
         store = brain.store_for("bench")
         await store.refresh()
-        await embed_pending(brain.db, store.index.key, store.meaning)
-        await brain.handle(conversation_key="bench:warm", user_id="bench", text="warm up note")
+        await embed_pending(brain.core.db, store.index.key, store.meaning)
+        await brain.turns.handle(conversation_key="bench:warm", user_id="bench", text="warm up note")
         for i, text in enumerate(texts):
             t0 = time.perf_counter()
-            result = await brain.handle(conversation_key=f"bench:{i}", user_id="bench",
+            result = await brain.turns.handle(conversation_key=f"bench:{i}", user_id="bench",
                                         text=text)
             out["turn"].append((time.perf_counter() - t0) * 1000)
             filed = result.filed

@@ -49,7 +49,7 @@ async def main(dms: int) -> None:
                                        ts="1767000000.000001", event_id="W1"))
         await fake.wait_for("chat.postMessage", 1)
         await asyncio.sleep(0.3)
-        engine = brain.db.engine.sync_engine
+        engine = brain.core.db.engine.sync_engine
 
         @event.listens_for(engine, "before_cursor_execute")
         def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:

@@ -20,8 +20,8 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
+from bot.core import Core
 from storage import journal, slack_state, user_data
 
 log = logging.getLogger(__name__)
@@ -51,15 +51,15 @@ def _vault_files(root: Path) -> list[Path]:
 
 
 class Accounts:
-    def __init__(self, brain: Any) -> None:
-        self.brain = brain
+    def __init__(self, core: Core) -> None:
+        self.core = core
 
     def _vault(self, user_id: str) -> Path:
-        return Path(self.brain.store_for(user_id).vault.root)
+        return Path(self.core.store_for(user_id).vault.root)
 
     async def footprint(self, user_id: str) -> Footprint:
         root = self._vault(user_id)
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             conversations = await user_data.conversations_of(s, user_id)
             captures = await user_data.captures_of(s, user_id)
         return Footprint(user_id, root, len(_vault_files(root)),
@@ -70,7 +70,7 @@ class Accounts:
     async def export(self, user_id: str, out: Path) -> Footprint:
         """Write the person's vault and data to the zip `out` (replaced if it exists)."""
         root = self._vault(user_id)
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             conversations = await user_data.conversations_of(s, user_id)
             captures = await user_data.captures_of(s, user_id)
             digests = await user_data.subscriptions_of(s, user_id)
@@ -95,7 +95,7 @@ class Accounts:
 
     async def forget(self, user_id: str) -> Footprint:
         """Erase the person's vault and every row of theirs. Not undoable."""
-        store = self.brain.store_for(user_id)
+        store = self.core.store_for(user_id)
         root = Path(store.vault.root)
         files = _vault_files(root)
         for child in list(root.iterdir()) if root.is_dir() else []:
@@ -104,22 +104,22 @@ class Accounts:
             else:
                 child.unlink()
         await store.refresh()  # the index forgets the files that went
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             rows = await user_data.forget(s, user_id)
             await s.commit()
-        if root != Path(self.brain.settings.vault_root).resolve():
+        if root != Path(self.core.settings.vault_root).resolve():
             shutil.rmtree(root, ignore_errors=True)  # their own folder; never the shared root
-        self.brain.forget_store(user_id)
+        self.core.forget_store(user_id)
         log.info("forgot %s: %d files, %s", user_id, len(files), rows)
         return Footprint(user_id, root, len(files), rows)
 
     async def prune(self, now: datetime | None = None) -> dict[str, int]:
         """Delete what is older than the retention period (nothing when it is 0)."""
-        days = self.brain.settings.retention_days
+        days = self.core.settings.retention_days
         if days <= 0:
             return {}
         cutoff = (now or datetime.now(UTC)) - timedelta(days=days)
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             counts = await user_data.prune(s, cutoff)
             await s.commit()
         if any(counts.values()):
@@ -130,7 +130,7 @@ class Accounts:
 
     async def uninstalled(self, team_id: str) -> int:
         """The app was uninstalled: pending work is cancelled, schedules stop; data stays."""
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             await slack_state.set_uninstalled(s, team_id, True)
             cancelled = await journal.cancel_pending(s, "the app was uninstalled")
             await s.commit()
@@ -140,7 +140,7 @@ class Accounts:
 
     async def installed(self) -> None:
         """The bot token works (auth.test passed at start): the app is installed again."""
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             cleared = await slack_state.clear_uninstalled(s)
             await s.commit()
         if cleared:
@@ -151,7 +151,7 @@ class Accounts:
         digests and reminders pause until they write to the bot again; data stays."""
         if not user_ids:
             return 0
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             for user in user_ids:
                 await slack_state.set_paused(s, user, True)
             cancelled = await journal.cancel_pending(s, "the user's token was revoked",
@@ -163,7 +163,7 @@ class Accounts:
 
     async def resumed(self, user_id: str) -> None:
         """The person wrote to the bot: whatever was paused for them runs again."""
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             row = await slack_state.get_user(s, user_id)
             if row is None or row.paused_at is None:
                 return
@@ -173,7 +173,7 @@ class Accounts:
 
     async def stopped_for(self, user_id: str) -> bool:
         """Should scheduled messages to this person wait (uninstalled, or paused)?"""
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             if await slack_state.uninstalled_teams(s):
                 return True
             return user_id in await slack_state.paused_users(s)

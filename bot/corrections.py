@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import re
 
-# Singular, plural and a few everyday words for each category.
-ALIASES: dict[str, str] = {
-    "person": "people", "people": "people", "persons": "people", "contact": "people",
-    "project": "projects", "projects": "projects",
-    "idea": "ideas", "ideas": "ideas",
-    "admin": "admin", "task": "admin", "tasks": "admin", "errand": "admin",
-    "inbox": "inbox",
-}
+from tools.categories import category_of
+
 _FIX = re.compile(r"^\s*fix\s*:\s*([a-z]+)\s*[.!]?\s*$", re.IGNORECASE)
 
 
@@ -20,4 +14,4 @@ def parse_fix(text: str) -> str | None:
     match = _FIX.match(text)
     if not match:
         return None
-    return ALIASES.get(match.group(1).lower())
+    return category_of(match.group(1))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
+from bot.core import Core
 from bot.digest.data import note_ref, parse_day
 from bot.digest.model import CaptureRef, NoteRef
 from storage import digest_data as q
@@ -45,19 +45,19 @@ class HomeData:
 
 
 class Home:
-    def __init__(self, brain: Any) -> None:
-        self.brain = brain
+    def __init__(self, core: Core) -> None:
+        self.core = core
 
     async def data(self, user_id: str, *, tz: str | None = None,
                    now: datetime | None = None) -> HomeData:
-        zone_name = tz or self.brain.settings.tz
+        zone_name = tz or self.core.settings.tz
         zone = ZoneInfo(zone_name)
         today = (now or datetime.now(UTC)).astimezone(zone).date()
-        store = self.brain.store_for(user_id)
+        store = self.core.store_for(user_id)
         await store.refresh()
         vault = str(store.vault.root)
         horizon = (today + timedelta(days=DUE_DAYS)).isoformat()
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             inbox = await q.notes(s, vault, category="inbox")
             projects = [r for r in await q.notes(s, vault, category="projects")
                         if r.status in (None, "active")]
@@ -88,12 +88,12 @@ class Home:
                     "captures": len(refs)})
 
     async def opened(self, user_id: str) -> None:
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             await slack_state.home_opened(s, user_id)
             await s.commit()
 
     async def watched(self, user_id: str) -> bool:
         """Has the user opened their Home (so it is worth refreshing after a change)?"""
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             row = await slack_state.get_user(s, user_id)
         return row is not None and row.home_opened_at is not None

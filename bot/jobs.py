@@ -26,6 +26,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from storage import journal
@@ -41,6 +42,20 @@ MAX_ATTEMPTS = 5
 RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
 CLAIM_BATCH = 4  # jobs taken per claim
 JOB_MEMORY = timedelta(days=1)  # finished jobs are kept this long (retries come within minutes)
+
+
+class JobKind(StrEnum):
+    """What a job is: the worker runs the handler registered for its kind."""
+
+    TURN = "turn"  # a message: one turn of a conversation
+    BUTTON = "button"  # a card's button (move, undo)
+    DIGEST = "digest"  # /digest
+    THREAD_STARTED = "thread_started"  # the assistant panel opened a thread
+    SAVE = "save"  # the Save-to-brain shortcut or the capture reaction
+    HOME = "home"  # the App Home opened
+    HOME_ACTION = "home_action"  # a button or select on the App Home
+    REMINDER = "reminder"  # a due-date reminder to deliver
+    REMINDER_BUTTON = "reminder_button"  # Done / Snooze on a reminder
 
 
 class LeaseLost(Exception):

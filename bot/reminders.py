@@ -18,10 +18,13 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.core import Core
+from bot.jobs import JobKind
 from bot.polling import Poller
+from bot.tool_calls import ToolCalls
 from storage import digest_data as q
 from storage import journal, slack_state
-from storage.types import STATUS_VALUES
+from storage.types import STATUS_VALUES, Entry
 from tools.registry import Execution
 
 log = logging.getLogger(__name__)
@@ -30,7 +33,6 @@ WINDOW = timedelta(hours=4)  # "the morning": from the reminder time on
 RECHECK = timedelta(minutes=10)  # a person's vault is looked at again after this (per process)
 TZ_MEMORY = timedelta(days=1)  # a user's Slack time zone is asked again after this
 CATEGORIES = ("projects", "admin", "people", "ideas")
-JOB_KIND = "reminder"
 
 TzLookup = Callable[[str], Awaitable[str | None]]
 
@@ -43,36 +45,43 @@ def reminder_key(user_id: str, ref: str, day: str) -> str:
 class Reminders:
     """The operations behind reminders, for the scheduler and the buttons."""
 
-    def __init__(self, brain: Any) -> None:
-        self.brain = brain
+    def __init__(self, core: Core, tools: ToolCalls) -> None:
+        self.core = core
+        self.tools = tools
+
+    def scheduler(self, *, tz_lookup: TzLookup | None, wake: Callable[[], None],
+                  clock: Callable[[], datetime], poll_seconds: float = 60) -> ReminderScheduler:
+        """The scheduler that claims each morning's reminders for the journal's worker."""
+        return ReminderScheduler(self, tz_lookup=tz_lookup, wake=wake, clock=clock,
+                                 poll_seconds=poll_seconds)
 
     async def tz_for(self, user_id: str, lookup: TzLookup | None = None,
                      now: datetime | None = None) -> str:
         """The user's time zone: Slack's (users.info, remembered a day), else BRAIN_TZ."""
         now = now or datetime.now(UTC)
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             row = await slack_state.get_user(s, user_id)
         tz = row.tz if row is not None else None
         fresh = row is not None and row.tz_checked_at is not None \
             and now - row.tz_checked_at < TZ_MEMORY
         if not fresh and lookup is not None:
             tz = await lookup(user_id)
-            async with self.brain.db.session() as s:
+            async with self.core.db.session() as s:
                 await slack_state.set_tz(s, user_id, tz, now)
                 await s.commit()
         try:
             ZoneInfo(tz or "")
             return str(tz)
         except (ZoneInfoNotFoundError, ValueError):
-            return str(self.brain.settings.tz)
+            return str(self.core.settings.tz)
 
     async def due_on(self, user_id: str, day: date) -> list[q.NoteRow]:
         """The user's open notes due on `day`."""
-        store = self.brain.store_for(user_id)
+        store = self.core.store_for(user_id)
         await store.refresh()
         vault = str(store.vault.root)
         out = []
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             for category in CATEGORIES:
                 for row in await q.notes(s, vault, category=category,
                                          due_on_or_before=day.isoformat()):
@@ -83,20 +92,20 @@ class Reminders:
     async def claim(self, user_id: str, row: q.NoteRow, day: date) -> bool:
         """Claim the reminder and record its delivery job, in one transaction."""
         ref = row.id or row.path
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             if not await slack_state.claim_reminder(s, user_id, ref, day.isoformat()):
                 return False
             await journal.record(s, key=reminder_key(user_id, ref, day.isoformat()),
-                                 kind=JOB_KIND, user_id=user_id, lane=f"reminder:{user_id}",
+                                 kind=JobKind.REMINDER, user_id=user_id, lane=f"reminder:{user_id}",
                                  payload={"user": user_id, "ref": ref, "day": day.isoformat(),
                                           "name": row.name})
             await s.commit()
         return True
 
-    async def still_due(self, user_id: str, ref: str, day: str) -> Any:
+    async def still_due(self, user_id: str, ref: str, day: str) -> Entry | None:
         """The note, if it is still open and due on `day` (else None: nothing to remind)."""
         try:
-            entry = await self.brain.store_for(user_id).get(ref)
+            entry = await self.core.store_for(user_id).get(ref)
         except Exception:  # gone, moved out of reach, unreadable: no reminder
             return None
         due = str(entry.fields.get("due_date") or "")[:10]
@@ -104,7 +113,7 @@ class Reminders:
 
     async def done(self, user_id: str, ref: str) -> Execution:
         """Done: status done where the category has one, else the due date is cleared."""
-        entry = await self.brain.store_for(user_id).get(ref)
+        entry = await self.core.store_for(user_id).get(ref)
         allowed = STATUS_VALUES.get(entry.category or "", ())
         updates: dict[str, Any] = {"status": "done"} if "done" in allowed else {"due_date": None}
         return await self._update(user_id, entry.id or entry.path, updates)
@@ -115,10 +124,8 @@ class Reminders:
         return await self._update(user_id, ref, {"due_date": later})
 
     async def _update(self, user_id: str, ref: str, updates: dict[str, Any]) -> Execution:
-        result: Execution = await self.brain.call_tool(
-            user_id=user_id, name="update_entry", source="slack",
-            arguments={"path": ref, "updates": updates})
-        return result
+        return await self.tools.call(user_id=user_id, name="update_entry", source="slack",
+                                     arguments={"path": ref, "updates": updates})
 
 
 class ReminderScheduler(Poller):
@@ -126,16 +133,18 @@ class ReminderScheduler(Poller):
 
     what = "reminder"
 
-    def __init__(self, brain: Any, *, tz_lookup: TzLookup | None, wake: Callable[[], None],
-                 clock: Callable[[], datetime], poll_seconds: float = 60) -> None:
+    def __init__(self, reminders: Reminders, *, tz_lookup: TzLookup | None,
+                 wake: Callable[[], None], clock: Callable[[], datetime],
+                 poll_seconds: float = 60) -> None:
         super().__init__(clock, poll_seconds)
-        self.brain = brain
+        self.reminders = reminders
+        self.core = reminders.core
         self.tz_lookup = tz_lookup
         self.wake = wake
         self._checked: dict[str, datetime] = {}  # person -> when their notes were last read
 
     def _in_window(self, local: datetime) -> bool:
-        hour, minute = self.brain.settings.reminder_at
+        hour, minute = self.core.settings.reminder_at
         start = datetime.combine(local.date(), time(hour, minute), tzinfo=local.tzinfo)
         return start <= local < start + WINDOW
 
@@ -143,7 +152,7 @@ class ReminderScheduler(Poller):
         """Claim every reminder due now; returns (user, ref, day) of each claimed."""
         now = self.now()
         claimed: list[tuple[str, str, str]] = []
-        async with self.brain.db.session() as s:
+        async with self.core.db.session() as s:
             users = await slack_state.slack_users_with_captures(s)
             paused = await slack_state.paused_users(s)
             stopped = bool(await slack_state.uninstalled_teams(s))
@@ -153,7 +162,7 @@ class ReminderScheduler(Poller):
             if user in paused:
                 continue
             try:
-                tz = await self.brain.reminders.tz_for(user, self.tz_lookup, now)
+                tz = await self.reminders.tz_for(user, self.tz_lookup, now)
                 local = now.astimezone(ZoneInfo(tz))
                 if not self._in_window(local):
                     continue
@@ -161,8 +170,8 @@ class ReminderScheduler(Poller):
                 if last is not None and last.date() == now.date() and now - last < RECHECK:
                     continue  # read a few minutes ago: new notes due today are rare
                 self._checked[user] = now
-                for row in await self.brain.reminders.due_on(user, local.date()):
-                    if await self.brain.reminders.claim(user, row, local.date()):
+                for row in await self.reminders.due_on(user, local.date()):
+                    if await self.reminders.claim(user, row, local.date()):
                         claimed.append((user, row.id or row.path, local.date().isoformat()))
             except Exception:  # one person's trouble must not stop the others' reminders
                 log.exception("reminders for %s failed this round", user)

@@ -14,9 +14,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core import Core
 from bot.llm.types import LLMError, Message, RequestOptions
-from storage import repositories
-from tools.base import ToolContext, derived_id
+from bot.tool_calls import ToolCalls
+from tools.base import derived_id
 from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
 
 log = logging.getLogger(__name__)
@@ -42,19 +43,19 @@ def save_key(user_id: str, channel: str, message_ts: str) -> str:
 
 
 class Saver:
-    def __init__(self, brain: Any) -> None:
-        self.brain = brain
+    def __init__(self, core: Core, tools: ToolCalls) -> None:
+        self.core = core
+        self.tools = tools
 
     async def save(self, *, user_id: str, text: str, channel: str, message_ts: str,
                    source: str, author: str | None = None,
                    job_id: int | None = None) -> Saved:
         """File `text` for `user_id`, or find it filed before; `author` is who wrote it."""
-        store = self.brain.store_for(user_id)
+        store = self.core.store_for(user_id)
         key = save_key(user_id, channel, message_ts)
         n = 1
         while n < MAX_SAVES:
-            async with self.brain.db.session() as s:
-                receipt = await repositories.capture_for_entry(s, derived_id(key, n))
+            receipt = await self.core.receipts.for_entry(derived_id(key, n))
             if receipt is None or receipt.user_id != user_id:
                 break
             if receipt.category != "trash":
@@ -64,12 +65,10 @@ class Saver:
                                  f"{entry.name} ({entry.category})", already=True)
                 break  # deleted by hand: its id is free again
             n += 1  # undone since: saving again files a new note
-        ctx = ToolContext(store=store, db=self.brain.db, user_id=user_id, source=source,
-                          channel=channel, thread_ts=message_ts,
-                          confidence_threshold=self.brain.settings.confidence_threshold,
-                          job_id=job_id, job_key=key, _ids_given=n - 1,
-                          # as a retry: a note its first run made is found, not made again
-                          job_attempt=2, similar=self.brain.keeper.turn_similar(store))
+        # The ids come from the message: a note a crashed run made is found, not made again.
+        ctx = self.tools.context(user_id, source=source, channel=channel,
+                                 thread_ts=message_ts, job_id=job_id, job_key=key,
+                                 _ids_given=n - 1, ids_may_exist=True)
         hints = await self._hints(text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None
@@ -81,15 +80,15 @@ class Saver:
     async def _hints(self, text: str, author: str | None) -> dict[str, Any]:
         """The model's classification (one forced tool call); {} (the keyword rules) offline
         or when the model fails: a save never depends on the model."""
-        if self.brain.offline:
+        if self.core.offline:
             return {}
         shown = text if len(text) <= MAX_HINT_TEXT else text[:MAX_HINT_TEXT]
         who = f"Message by {author}:\n" if author else "Message:\n"
         options = RequestOptions(tool_schema=SCHEMA, tool_name="classify_and_capture",
                                  tool_description=DESCRIPTION)
         try:
-            completion = await self.brain.provider.complete(
-                PROMPT.format(today=self.brain.today().isoformat()),
+            completion = await self.core.provider.complete(
+                PROMPT.format(today=self.core.today().isoformat()),
                 [Message(role="user", content=who + shown)], [], options=options)
         except LLMError as exc:
             log.warning("classifying a saved message: the model is unreachable (%s); "

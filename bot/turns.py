@@ -12,21 +12,22 @@ more than happened.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.llm.offline import OfflineProvider
-from bot.llm.types import Message, ToolCall, ToolResult, ToolSpec, Usage
+from bot.llm.types import Message, ToolCall, ToolResult, Usage
 from bot.loop import LoopOutcome
 from bot.prompts import FiledNote
 from tools.base import ToolOutput
-from tools.registry import Execution, tool_specs
+from tools.intent import route
+from tools.registry import Execution, keeping_names
 
 if TYPE_CHECKING:
     from storage.repositories import CaptureRow
 
 MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
 # Tools whose success means the user's words were kept (filed, or written into a note).
-KEEPING_TOOLS = frozenset({"classify_and_capture", "update_entry", "move_entry"})
+KEEPING_TOOLS = keeping_names()  # the registry's tools that change a note
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class TurnResult:
                    outage=data.get("outage"), rescued=data.get("rescued"))
 
     @property
+    def changed(self) -> bool:
+        """Did the turn change a note (filed, updated or moved one)?"""
+        return any(e.status == "ok" and e.tool in KEEPING_TOOLS for e in self.executions)
+
+    @property
     def filed(self) -> list[Execution]:
         """The successful captures of the turn."""
         return [e for e in self.executions
@@ -69,7 +75,8 @@ def _execution_dict(e: Execution) -> dict[str, Any]:
     # `content` (what the model read, up to 6,000 characters) is in the stored turn's
     # messages already; a replayed result only renders cards, from `output`.
     return {"call_id": e.call_id, "tool": e.tool, "arguments": e.arguments, "status": e.status,
-            "output": output, "error": e.error, "duration_ms": e.duration_ms}
+            "output": output, "error": e.error, "duration_ms": e.duration_ms,
+            "started_at": e.started_at.isoformat() if e.started_at else None}
 
 
 def _execution(d: dict[str, Any]) -> Execution:
@@ -79,7 +86,9 @@ def _execution(d: dict[str, Any]) -> Execution:
     return Execution(call_id=str(d["call_id"]), tool=str(d["tool"]), arguments=d.get("arguments"),
                      status=str(d["status"]), output=output, error=d.get("error"),
                      content=str(d.get("content") or ""),
-                     duration_ms=float(d.get("duration_ms") or 0.0))
+                     duration_ms=float(d.get("duration_ms") or 0.0),
+                     started_at=datetime.fromisoformat(d["started_at"])
+                     if d.get("started_at") else None)
 
 
 def message_view(text: str) -> str:
@@ -159,8 +168,6 @@ def _name_of(capture: CaptureRow) -> str:
     return text[:60] or capture.path
 
 
-async def looks_like_thought(text: str) -> bool:
-    """Would a model file this? The offline router answers the same question offline."""
-    spec = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
-    completion = await OfflineProvider().complete("", [Message(role="user", content=text)], spec)
-    return any(c.name == "classify_and_capture" for c in completion.tool_calls)
+def looks_like_thought(text: str) -> bool:
+    """Would a model file this? The rules of tools/intent.py answer it without one."""
+    return route(text, today=date.today()).tool == "classify_and_capture"

@@ -70,11 +70,25 @@ def all_modules(root: Path = ROOT) -> list[Path]:
     return files
 
 
+def _brain_parameters(path: Path, rel: str) -> list[str]:
+    """A service takes the Core (bot/core.py), never the Brain: no parameter named `brain`
+    outside the adapters and the Brain itself."""
+    if not rel.startswith("bot/") or rel.startswith(ADAPTERS) or rel == "bot/brain.py":
+        return []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{rel}:{arg.lineno} takes a `brain`: services take the Core, never the Brain"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+            if arg.arg == "brain"]
+
+
 def violations(root: Path = ROOT) -> list[str]:
     problems: list[str] = []
     seen: set[tuple[int, str]] = set()  # `from bot import x` yields bot and bot.x: report once
     for path in all_modules(root):
         rel = path.relative_to(root).as_posix()
+        problems += _brain_parameters(path, rel)
         for imp in imports_of(path, root):
             for why in _rules(rel, imp):
                 if (imp.line, rel + why) not in seen:
@@ -100,6 +114,9 @@ def _rules(rel: str, imp: Import) -> list[str]:
         why.append("SQL (sqlalchemy/alembic/aiosqlite) only in storage/")
     if top in ("mcp", "mcp_types", "starlette", "uvicorn") and not rel.startswith("bot/mcp/"):
         why.append("the MCP SDK (and its HTTP stack) only in bot/mcp/")
+    if rel.startswith("bot/") and not rel.startswith(ADAPTERS) and rel != "bot/brain.py" \
+            and imp.under("bot.brain"):
+        why.append("services never import the Brain (they take bot.core.Core)")
     if rel.startswith("bot/llm/") and imp.under("bot.slack"):
         why.append("bot/llm must not import bot.slack")
     if rel.startswith(ADAPTERS) and top == "storage" \
@@ -147,6 +164,11 @@ BAD_CASES = [
     ("bot/llm/offline.py", "from bot.slack import cards\n", "bot/llm must not import bot.slack"),
     ("bot/llm/offline.py", "from bot import slack\n", "bot/llm must not import bot.slack"),
     ("bot/llm/offline.py", "from ..slack.app import x\n", "bot/llm must not import bot.slack"),
+    ("bot/saving.py", "from bot.brain import Brain\n", "services never import the Brain"),
+    ("bot/answers/x.py", "if X:\n    from bot import brain\n", "services never import the Brain"),
+    ("bot/home.py", "class Home:\n    def __init__(self, brain):\n        pass\n",
+     "services take the Core, never the Brain"),
+    ("bot/x/y.py", "async def f(*, brain=None):\n    pass\n", "services take the Core"),
 ]
 
 GOOD_CASES = [
@@ -162,6 +184,8 @@ GOOD_CASES = [
     ("bot/llm/configs.py", "from bot.llm.types import Usage\nimport slackish\n"),
     ("bot/mcp/server.py", "from mcp import types\nfrom mcp.server import Server\n"),
     ("bot/commands/x.py", "def f():\n    from bot.mcp.transports import serve_stdio\n"),
+    ("bot/slack/work.py", "from bot.brain import Brain\ndef f(brain: Brain):\n    pass\n"),
+    ("bot/home.py", "from bot.core import Core\ndef f(core: Core):\n    pass\n"),
 ]
 
 

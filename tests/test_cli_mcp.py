@@ -92,7 +92,7 @@ async def _receipt(tmp_path: Path, entry_id: str) -> repositories.CaptureRow | N
     brain = await Brain.start(Settings(BRAIN_DATA_DIR=tmp_path / "data"),  # type: ignore[call-arg]
                               provider=ScriptedProvider())
     try:
-        async with brain.db.session() as s:
+        async with brain.core.db.session() as s:
             return await repositories.capture_for_entry(s, entry_id)
     finally:
         await brain.close()
@@ -139,7 +139,7 @@ async def _model_sees(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -
     brain = await Brain.start(Settings(BRAIN_DATA_DIR=tmp_path / "data"),  # type: ignore[call-arg]
                               provider=provider)
     try:
-        await brain.handle(conversation_key="cli:local:t", user_id="local", text="do things")
+        await brain.turns.handle(conversation_key="cli:local:t", user_id="local", text="do things")
     finally:
         await brain.close()
     results = provider.requests[1].messages[-1].tool_results

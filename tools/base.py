@@ -7,8 +7,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from storage.types import CATEGORIES
+
 if TYPE_CHECKING:
     from storage.db import Database
+    from storage.receipts import Receipts
     from storage.store import Store
     from storage.types import Entry
 
@@ -50,6 +53,9 @@ class ToolContext:
     job_id: int | None = None
     job_key: str | None = None
     job_attempt: int = 1
+    # Ids derived from something that may have been filed before whatever the attempt (a
+    # saved message: a crash between its note and its receipt): look before making a note.
+    ids_may_exist: bool = False
     _ids_given: int = field(default=0, repr=False)
 
     def next_entry_id(self) -> str | None:
@@ -60,8 +66,16 @@ class ToolContext:
         return derived_id(self.job_key, self._ids_given)
 
     @property
+    def receipts(self) -> Receipts:
+        """The capture receipts (storage/receipts.py: their one place)."""
+        from storage.receipts import Receipts
+
+        return Receipts(self.db)
+
+    @property
     def retried(self) -> bool:
-        return self.job_attempt > 1
+        """Might this context's next note exist already (made by an earlier run)?"""
+        return self.job_attempt > 1 or self.ids_may_exist
 
     def full_text(self, text: str) -> str:
         if self.message and self.message_view and self.message_view != self.message \
@@ -113,7 +127,7 @@ class Tool:
 
 
 # Schema fragments reused by several tools; short descriptions keep the prompt small.
-CATEGORY_ENUM: list[str] = ["people", "projects", "ideas", "admin", "inbox"]
+CATEGORY_ENUM: list[str] = list(CATEGORIES)
 REF_SCHEMA: dict[str, Any] = {
     "type": "string", "minLength": 1, "maxLength": 300,
     "description": "Note path, id or exact name",

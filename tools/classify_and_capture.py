@@ -8,7 +8,6 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from storage import repositories
 from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, EntrySummary
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
@@ -234,20 +233,12 @@ async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[En
 
 async def write_receipt(ctx: ToolContext, text: str, entry_id: str, path: str, category: str,
                         confidence: float | None, status: str) -> bool:
-    """The capture's receipt row. The note is already on disk: a failure here is logged, not
-    returned as an error, or the model would capture the thought a second time."""
-    try:
-        async with ctx.db.session() as session:
-            await repositories.add_capture(
-                session, user_id=ctx.user_id, original_text=text, entry_id=entry_id,
-                path=path, category=category, confidence=confidence, status=status,
-                conversation_id=ctx.conversation_id, turn_id=ctx.turn_id,
-                channel=ctx.channel, thread_ts=ctx.thread_ts, job_id=ctx.job_id)
-            await session.commit()
-        return True
-    except Exception:
-        log.exception("capture receipt for %s not recorded", path)
-        return False
+    """The capture's receipt row (False, logged, when it could not be written)."""
+    return await ctx.receipts.record(
+        user_id=ctx.user_id, original_text=text, entry_id=entry_id, path=path,
+        category=category, confidence=confidence, status=status,
+        conversation_id=ctx.conversation_id, turn_id=ctx.turn_id, channel=ctx.channel,
+        thread_ts=ctx.thread_ts, job_id=ctx.job_id)
 
 
 _HINT_VALIDATORS = {key: Draft202012Validator(sub)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import repositories
-from storage.db import Database
+from storage.receipts import Receipts
 from storage.store import Store
 from storage.types import MoveResult
 from tools.base import CATEGORY_ENUM, REF_SCHEMA, Tool, ToolContext, ToolOutput
@@ -26,22 +25,19 @@ DESCRIPTION = (
 )
 
 
-async def move_note(store: Store, db: Database, ref: str, category: str) -> MoveResult:
+async def move_note(store: Store, receipts: Receipts, ref: str, category: str) -> MoveResult:
     """The one way a note is re-filed (the tool, the buttons, `fix:`, `brain move`): the file
     moves and its capture receipt follows it, so cards and digests see the correction. A
     hand-written note has no receipt; marking it then changes nothing."""
     result = await store.move(ref, category)
     if result.entry.id:
-        async with db.session() as session:
-            await repositories.mark_capture(session, result.entry.id, "fixed",
-                                            path=result.new_path, category=category)
-            await session.commit()
+        await receipts.fixed(result.entry.id, path=result.new_path, category=category)
     return result
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     target: str = args["targetCategory"]
-    result = await move_note(ctx.store, ctx.db, args["path"], target)
+    result = await move_note(ctx.store, ctx.receipts, args["path"], target)
     data = result.to_dict()
     data["name"] = result.entry.name
     return ToolOutput(kind="move", data=data,

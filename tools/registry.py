@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -58,6 +59,11 @@ def read_only_names() -> frozenset[str]:
     return frozenset(name for name, tool in TOOLS.items() if tool.read_only)
 
 
+def keeping_names() -> frozenset[str]:
+    """Tools that change a note (capture, update, move): a turn that ran one kept something."""
+    return frozenset(name for name, tool in TOOLS.items() if not tool.read_only)
+
+
 def tool_specs() -> list[dict[str, Any]]:
     """The tools as the LLM layer wants them, in a stable order."""
     return [{"name": t.name, "description": t.description, "parameters": t.parameters}
@@ -74,6 +80,7 @@ class Execution:
     error: dict[str, Any] | None  # {"code","message","details"?,"candidates"?}
     content: str  # JSON text for the model, capped at MAX_RESULT_CHARS
     duration_ms: float
+    started_at: datetime | None = None  # when the tool started (None: it never ran)
 
 
 # ---------------------------------------------------------------- validation messages
@@ -216,6 +223,7 @@ def _with_dropped(output: ToolOutput, dropped: list[str]) -> ToolOutput:
 async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str, Any] | None,
                   parse_error: str | None = None) -> Execution:
     """Run one tool call. Never raises: every failure is an error Execution."""
+    started_at = datetime.now(UTC)
     started = time.perf_counter()
     output: ToolOutput | None = None
     error: dict[str, Any] | None = None
@@ -271,4 +279,5 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
         error=error,
         content=content,
         duration_ms=(time.perf_counter() - started) * 1000.0,
+        started_at=started_at,
     )

@@ -59,7 +59,7 @@ async def _pick_conversation(brain: Brain, user: str, args: argparse.Namespace) 
     new_key = f"cli:{user}:{uuid.uuid4().hex[:8]}"
     if args.new or not sys.stdin.isatty():
         return new_key  # piped input is all messages: no menu to answer
-    recent = await brain.recent_conversations(user, limit=5)
+    recent = await brain.conversations.recent(user, limit=5)
     if not recent:
         return new_key
     print("Recent conversations:")
@@ -72,7 +72,7 @@ async def _pick_conversation(brain: Brain, user: str, args: argparse.Namespace) 
 
 
 async def _conversation_key(brain: Brain, ref: str) -> str:
-    key = await brain.conversation_key(ref)
+    key = await brain.conversations.key_for(ref)
     if key is None:
         raise SystemExit(fail(f"no conversation {ref!r}; `brain log` lists them"))
     return key
@@ -89,7 +89,7 @@ async def _chat(args: argparse.Namespace) -> int:
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
         user = user_id(settings, args)
-        if brain.offline:
+        if brain.core.offline:
             print("No LLM key configured: using the offline rule-based provider "
                   "(set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model).", file=sys.stderr)
         key = await _pick_conversation(brain, user, args)
@@ -104,7 +104,7 @@ async def _chat(args: argparse.Namespace) -> int:
             if not text:
                 continue
             try:
-                result = await brain.handle(conversation_key=key, user_id=user, text=text,
+                result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
                                             source="cli")
             except LLMError as exc:  # handle() already saves thoughts; this is a last resort
                 print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
@@ -144,7 +144,7 @@ async def _log(args: argparse.Namespace) -> int:
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
         key = await _conversation_key(brain, args.conversation) if args.conversation else None
-        turns = await brain.turn_log(key, limit=args.limit)
+        turns = await brain.conversations.turn_log(key, limit=args.limit)
         if args.json:
             print_json([_turn_dict(t) for t in turns])
             return 0

@@ -47,7 +47,7 @@ def _digest(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with open_brain(args) as v:
             if request.action != "show":
-                print(await v.brain.digest_settings(user_id=v.user, request=request,
+                print(await v.brain.digests.settings(user_id=v.user, request=request,
                                                     channel=None, tz=args.tz))
                 return 0
             tz = args.tz or v.settings.tz
@@ -56,10 +56,10 @@ def _digest(args: argparse.Namespace) -> int:
             except (ZoneInfoNotFoundError, ValueError):
                 return fail(f"unknown time zone {tz!r}")
             try:
-                v.brain.provider  # noqa: B018  (the configured model, or a clear error)
+                v.brain.core.provider  # noqa: B018  (the configured model, or a clear error)
             except ValueError as exc:
                 return fail(str(exc))
-            digest = await v.brain.digest(user_id=v.user, kind=str(request.kind),
+            digest = await v.brain.digests.make(user_id=v.user, kind=str(request.kind),
                                           today=args.date or local_today(tz), tz=tz)
         if args.json:
             print_json(digest.to_dict())

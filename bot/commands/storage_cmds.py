@@ -205,7 +205,7 @@ def _print_move(result: MoveResult) -> None:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    return _verb(args, lambda v: v.brain.move_entry(user_id=v.user, ref=args.ref, category=args.category), _print_move)
+    return _verb(args, lambda v: v.brain.changes.move(user_id=v.user, ref=args.ref, category=args.category), _print_move)
 
 
 def _print_backlinks(result: BacklinkList) -> None:

@@ -5,7 +5,7 @@ arguments valid for their schemas, and answers in text when the tool it would ca
 offered), the conversation's messages (the note filed last comes from the tool results in
 them, not from the prompt's text) and the per-request options, applied by the same
 `requested_tools` as the SDK adapters. On the first iteration of a turn it makes the tool call
-a real model would (`offline_router`); after tool results it sums them up in a short text, so
+a real model would (`tools/intent.py`); after tool results it sums them up in a short text, so
 the loop ends. Relative dates are read in the provider's time zone (BRAIN_TZ). Token usage is
 an estimate (characters / 4), so benchmarks see plausible numbers.
 """
@@ -16,8 +16,7 @@ import json
 from datetime import date, tzinfo
 from typing import Any
 
-from bot.llm.offline_answers import last_filed, summarise
-from bot.llm.offline_router import Route, route
+from bot.llm.offline_answers import FiledNote, last_filed, summarise
 from bot.llm.schema_example import example_for_schema, fit_arguments
 from bot.llm.sdk_provider import ToolPayloads
 from bot.llm.types import (
@@ -35,8 +34,9 @@ from bot.llm.types import (
 )
 from tools.classify_rules import UNSURE, AnySimilar, ask_similar, classify
 from tools.dates import today_in
+from tools.intent import Route, route
 
-__all__ = ["OfflineProvider", "Route", "example_for_schema", "route"]
+__all__ = ["OfflineProvider", "example_for_schema"]
 
 Calls = list[tuple[str, dict[str, Any]]]
 
@@ -98,9 +98,9 @@ class OfflineProvider:
             text = json.dumps(value)
         return self._completion(system, messages, offered, calls, text, parsed)
 
-    async def _route(self, text: str, filed: Any, today: date) -> Route:
+    async def _route(self, text: str, filed: FiledNote | None, today: date) -> Route:
         """The rules' decision; a capture they are unsure of asks `similar` once."""
-        decided = route(text, filed=filed, today=today)
+        decided = route(text, filed=filed.path if filed else None, today=today)
         if self.similar is None or decided.tool != "classify_and_capture":
             return decided
         hints = (decided.arguments or {}).get("hints") or {}
@@ -109,7 +109,8 @@ class OfflineProvider:
         found = await ask_similar(self.similar, text)
         if found is None:
             return decided
-        return route(text, filed=filed, today=today, similar=lambda _text: found)
+        return route(text, filed=filed.path if filed else None, today=today,
+                     similar=lambda _text: found)
 
     def _hints(self, text: str, today: date) -> dict[str, Any]:
         return classify(text, today=today).hints()

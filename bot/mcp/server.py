@@ -78,10 +78,10 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
         tool = TOOLS.get(params.name)
         if tool is not None and not tool.read_only:
             async with writes:
-                execution = await brain.call_tool(user_id=user_id, name=params.name,
+                execution = await brain.tools.call(user_id=user_id, name=params.name,
                                                   arguments=params.arguments)
         else:
-            execution = await brain.call_tool(user_id=user_id, name=params.name,
+            execution = await brain.tools.call(user_id=user_id, name=params.name,
                                               arguments=params.arguments)
         return call_result(execution)
 

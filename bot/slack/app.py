@@ -14,7 +14,6 @@ import statistics
 import time
 from collections import deque
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -24,8 +23,11 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.brain import Brain
 from bot.config import Settings
+from bot.digest import DigestScheduler
 from bot.jobs import LEASE, RETRY_DELAYS, Worker
+from bot.reminders import ReminderScheduler
 from bot.slack import cards, listeners
 from bot.slack.edge import EdgeError, check_request
 from bot.slack.intake import Intake, IntakeFailed
@@ -66,7 +68,7 @@ bolt_log.addFilter(_OneLineConnectFailures())
 class SlackBot:
     """A Bolt app wired to a Brain through the durable intake."""
 
-    def __init__(self, brain: Any, settings: Settings, client: AsyncWebClient | None = None,
+    def __init__(self, brain: Brain, settings: Settings, client: AsyncWebClient | None = None,
                  *, concurrency: int = 200, poll: float = 1.0, lease: timedelta = LEASE,
                  retry_delays: tuple[float, ...] = RETRY_DELAYS) -> None:
         self.brain = brain
@@ -89,11 +91,11 @@ class SlackBot:
                              concurrency=concurrency, poll=poll, lease=lease,
                              retry_delays=retry_delays)
         self.intake = Intake(brain.jobs, self.worker.wake)
-        listeners.register(self.app, self.intake, brain.thread_known,
+        listeners.register(self.app, self.intake, brain.conversations.thread_known,
                            reaction=settings.capture_reaction, accounts=brain.accounts)
         self.app.error(self._bolt_error)
-        self.scheduler: Any = None
-        self.reminder_scheduler: Any = None
+        self.scheduler: DigestScheduler | None = None
+        self.reminder_scheduler: ReminderScheduler | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -124,21 +126,15 @@ class SlackBot:
         self._started = True
         self.worker.start()
         if scheduler:
-            from bot.digest import DigestScheduler
-            from bot.reminders import ReminderScheduler
-
-            self.scheduler = DigestScheduler(self.brain.db, self.work.deliver_digest,
-                                             clock=lambda: datetime.now(UTC),
-                                             poll_seconds=poll_seconds)
-            self.reminder_scheduler = ReminderScheduler(
-                self.brain, tz_lookup=self.work.user_tz, wake=self.worker.wake,
+            self.scheduler = self.brain.digests.scheduler(
+                self.work.deliver_digest, clock=lambda: datetime.now(UTC),
+                poll_seconds=poll_seconds)
+            self.reminder_scheduler = self.brain.reminders.scheduler(
+                tz_lookup=self.work.user_tz, wake=self.worker.wake,
                 clock=lambda: datetime.now(UTC), poll_seconds=poll_seconds)
             self._tasks.append(asyncio.create_task(self.scheduler.run()))
             self._tasks.append(asyncio.create_task(self.reminder_scheduler.run()))
             self._tasks.append(asyncio.create_task(self._housekeeping()))
-
-    def start_scheduler(self, poll_seconds: float = 60) -> None:
-        self.start(poll_seconds=poll_seconds)
 
     async def _housekeeping(self) -> None:
         while True:

@@ -16,8 +16,9 @@ from typing import Any
 from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.brain import Brain
 from bot.config import Settings
-from bot.jobs import Handler, JobContext
+from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, web
 from bot.slack.intake import permalink, plain_text
 
@@ -34,7 +35,7 @@ def saved_message(saved: dict[str, Any]) -> cards.SlackMessage:
 
 
 class SaveWork:
-    def __init__(self, brain: Any, client: AsyncWebClient, settings: Settings,
+    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings,
                  refresh_home: Callable[[str], Awaitable[None]]) -> None:
         self.brain = brain
         self.client = client
@@ -42,18 +43,12 @@ class SaveWork:
         self.refresh_home = refresh_home
 
     def handlers(self) -> dict[str, Handler]:
-        return {"save": self.save}
+        return {JobKind.SAVE: self.save}
 
     async def save(self, job: JobContext) -> None:
         p = job.job.payload
         user, channel = p["user"], p["channel"]
         if job.result.get("told"):
-            return
-        owner = self.settings.owner
-        if owner and user != owner:
-            if p["via"] == "shortcut":
-                await self._tell(job, f"This brain belongs to <@{owner}>; I only save notes "
-                                      "for them.", escape=False)
             return
         saved = job.result.get("saved")
         if saved is None:

@@ -324,7 +324,7 @@ def turn_message(result: Any) -> SlackMessage:
 
 
 def digest_message(digest: Any) -> SlackMessage:
-    """A digest from brain.digest(): its own blocks when valid, else its text."""
+    """A digest from brain.digests.make(): its own blocks when valid, else its text."""
     text = clip(escape(str(getattr(digest, "text", "") or "Your digest is empty.")),
                 MAX_MESSAGE_TEXT)
     raw_blocks = list(getattr(digest, "blocks", None) or [])

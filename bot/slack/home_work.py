@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import parse_digest_request
-from bot.jobs import Handler, JobContext
+from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, web
 from bot.slack.home_view import DIGEST_DAILY, DIGEST_WEEKLY, home_blocks
 from bot.slack.intake import parse_button_value  # the card's buttons: the same values
@@ -28,7 +28,7 @@ TzLookup = Callable[[str], Awaitable[str | None]]
 
 
 class HomeWork:
-    def __init__(self, brain: Any, client: AsyncWebClient, settings: Settings,
+    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings,
                  tz_lookup: TzLookup) -> None:
         self.brain = brain
         self.client = client
@@ -36,7 +36,7 @@ class HomeWork:
         self.tz_lookup = tz_lookup
 
     def handlers(self) -> dict[str, Handler]:
-        return {"home": self.opened, "home_action": self.action}
+        return {JobKind.HOME: self.opened, JobKind.HOME_ACTION: self.action}
 
     async def opened(self, job: JobContext) -> None:
         user = job.job.payload["user"]
@@ -45,16 +45,11 @@ class HomeWork:
 
     async def publish(self, user: str, notice: str | None = None) -> None:
         """Build and publish the person's Home; raises when Slack refused (a retry may do)."""
-        owner = self.settings.owner
-        if owner and user != owner:
-            blocks = cards.validate_message(
-                [cards.section(f"This brain belongs to <@{owner}>.")], "home")
-        else:
-            tz = await self.brain.reminders.tz_for(user, self.tz_lookup)
-            blocks = home_blocks(await self.brain.home.data(user, tz=tz))
-            if notice:
-                blocks = cards.validate_message([cards.context(cards.escape(notice))], "home") \
-                    + blocks
+        tz = await self.brain.reminders.tz_for(user, self.tz_lookup)
+        blocks = home_blocks(await self.brain.home.data(user, tz=tz))
+        if notice:
+            blocks = cards.validate_message([cards.context(cards.escape(notice))], "home") \
+                + blocks
         await self.client.views_publish(user_id=user, view={"type": "home", "blocks": blocks})
 
     async def refresh(self, user: str) -> None:
@@ -77,15 +72,13 @@ class HomeWork:
 
     async def _apply(self, user: str, action_id: str, value: str) -> str | None:
         """Carry out a press; what to say at the top of the Home (None: the Home says it)."""
-        if self.settings.owner and user != self.settings.owner:
-            return None
         if action_id in (DIGEST_DAILY, DIGEST_WEEKLY):
             request = parse_digest_request(value)
             if request.action not in ("subscribe", "off"):
                 log.warning("a Home digest control sent %r (%s)", request.action, action_id)
                 return "That setting did not work; try /digest instead."
             tz = await self.brain.reminders.tz_for(user, self.tz_lookup)
-            reply: str = await self.brain.digest_settings(user_id=user, request=request,
+            reply: str = await self.brain.digests.settings(user_id=user, request=request,
                                                           channel=None, tz=tz)
             return reply
         try:
@@ -94,10 +87,10 @@ class HomeWork:
             return f"That button doesn't work any more ({exc})."
         try:
             if action_id == cards.UNDO_ACTION:
-                path = await self.brain.trash_entry(user_id=user, ref=ref)
+                path = await self.brain.changes.trash(user_id=user, ref=ref)
                 return f"Moved to the trash: {path} (restorable)"
             if target is not None and action_id == f"{cards.MOVE_ACTION_PREFIX}{target}":
-                moved = await self.brain.move_entry(user_id=user, ref=ref, category=target)
+                moved = await self.brain.changes.move(user_id=user, ref=ref, category=target)
                 return f"Moved to {cards.title(moved.category)}: {moved.entry.name}"
         except StorageError as exc:
             return f"Couldn't change it: {exc.message}"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.jobs import JobQueue
+from bot.jobs import JobKind, JobQueue
 from storage.types import CATEGORIES
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def plain_text(text: str) -> str:
 @dataclass(frozen=True)
 class JobSpec:
     key: str
-    kind: str
+    kind: JobKind
     user: str
     lane: str
     payload: dict[str, Any]
@@ -88,7 +88,7 @@ def turn_spec(body: dict[str, Any], event: dict[str, Any], text: str) -> JobSpec
     channel, ts, user = event["channel"], event["ts"], event["user"]
     thread_ts = event.get("thread_ts") or ts
     event_id = body.get("event_id") or event.get("client_msg_id") or f"{channel}:{ts}"
-    return JobSpec(key=f"event:{event_id}", kind="turn", user=user,
+    return JobSpec(key=f"event:{event_id}", kind=JobKind.TURN, user=user,
                    lane=conversation_key(channel, thread_ts, user),
                    payload={"channel": channel, "ts": ts, "thread_ts": thread_ts, "user": user,
                             "text": text, "event_id": event_id})
@@ -110,7 +110,7 @@ def button_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
              "response_url": body.get("response_url")}
     _need(press, "user", "channel", "message_ts", "action_id")
     trigger = body.get("trigger_id") or f"{message_ts}:{action.get('action_ts')}"
-    return JobSpec(key=f"action:{user}:{trigger}:{press['action_id']}", kind="button",
+    return JobSpec(key=f"action:{user}:{trigger}:{press['action_id']}", kind=JobKind.BUTTON,
                    user=user, lane=conversation_key(channel, thread_ts, user),
                    payload={"press": press})
 
@@ -122,7 +122,7 @@ def home_action_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
     value = action.get("value") or (action.get("selected_option") or {}).get("value") or ""
     _need({"user": user, "action_id": action_id, "value": value}, "user", "action_id", "value")
     trigger = body.get("trigger_id") or action.get("action_ts") or value
-    return JobSpec(key=f"action:{user}:{trigger}:{action_id}", kind="home_action", user=user,
+    return JobSpec(key=f"action:{user}:{trigger}:{action_id}", kind=JobKind.HOME_ACTION, user=user,
                    lane=f"home:{user}",
                    payload={"user": user, "action_id": action_id, "value": value})
 
@@ -135,7 +135,7 @@ def save_spec(body: dict[str, Any]) -> JobSpec:
     ts = message.get("ts") or body.get("message_ts") or ""
     _need({"user": user, "channel": channel, "ts": ts, "trigger": body.get("trigger_id")},
           "user", "channel", "ts", "trigger")
-    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind="save", user=user,
+    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind=JobKind.SAVE, user=user,
                    lane=f"save:{user}",
                    payload={"via": "shortcut", "user": user, "channel": channel,
                             "message_ts": ts, "thread_ts": message.get("thread_ts"),
@@ -151,7 +151,7 @@ def reaction_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
             "event_id": body.get("event_id")}
     _need(spec, "user", "channel", "ts", "event_id")
     user = str(spec["user"])
-    return JobSpec(key=f"event:{spec['event_id']}", kind="save", user=user,
+    return JobSpec(key=f"event:{spec['event_id']}", kind=JobKind.SAVE, user=user,
                    lane=f"save:{user}",
                    payload={"via": "reaction", "user": user, "channel": spec["channel"],
                             "message_ts": spec["ts"], "author": event.get("item_user")})
@@ -161,7 +161,7 @@ def home_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
     _need(event, "user")
     _need(body, "event_id")
     user = event["user"]
-    return JobSpec(key=f"event:{body['event_id']}", kind="home", user=user,
+    return JobSpec(key=f"event:{body['event_id']}", kind=JobKind.HOME, user=user,
                    lane=f"home:{user}", payload={"user": user})
 
 
@@ -171,7 +171,7 @@ def assistant_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
     _need(thread, "user_id", "channel_id", "thread_ts")
     _need(body, "event_id")
     user, channel, thread_ts = thread["user_id"], thread["channel_id"], thread["thread_ts"]
-    return JobSpec(key=f"event:{body['event_id']}", kind="thread_started", user=user,
+    return JobSpec(key=f"event:{body['event_id']}", kind=JobKind.THREAD_STARTED, user=user,
                    lane=conversation_key(channel, thread_ts, user),
                    payload={"user": user, "channel": channel, "thread_ts": thread_ts})
 
@@ -180,7 +180,7 @@ def command_spec(command: dict[str, Any], request: dict[str, Any]) -> JobSpec:
     _need(command, "user_id", "response_url")
     user = command["user_id"]
     trigger = command.get("trigger_id") or command["response_url"]
-    return JobSpec(key=f"command:{trigger}", kind="digest", user=user, lane=f"digest:{user}",
+    return JobSpec(key=f"command:{trigger}", kind=JobKind.DIGEST, user=user, lane=f"digest:{user}",
                    payload={"user": user, "channel": command.get("channel_id"),
                             "response_url": command["response_url"], "request": request})
 

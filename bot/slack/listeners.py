@@ -22,6 +22,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot.digest import parse_digest_request
+from bot.jobs import JobKind
 from bot.slack import assistant
 from bot.slack.cards import MOVE_ACTION_PREFIX, UNDO_ACTION
 from bot.slack.home_view import HOME_PREFIX
@@ -109,7 +110,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
     async def on_reminder(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         def spec() -> JobSpec:
             press = button_spec(body, action)
-            return replace(press, kind="reminder_button", lane=f"reminder:{press.user}")
+            return replace(press, kind=JobKind.REMINDER_BUTTON, lane=f"reminder:{press.user}")
         await take(spec, "reminder button")
         await ack()
 

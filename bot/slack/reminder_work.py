@@ -14,7 +14,8 @@ from slack_sdk.errors import SlackClientError
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.jobs import Handler, JobContext
+from bot.brain import Brain
+from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, web
 
 log = logging.getLogger(__name__)
@@ -42,14 +43,14 @@ def reminder_message(entry: Any, ref: str, day: str) -> cards.SlackMessage:
 
 
 class ReminderWork:
-    def __init__(self, brain: Any, client: AsyncWebClient,
+    def __init__(self, brain: Brain, client: AsyncWebClient,
                  refresh_home: Callable[[str], Awaitable[None]]) -> None:
         self.brain = brain
         self.client = client
         self.refresh_home = refresh_home
 
     def handlers(self) -> dict[str, Handler]:
-        return {"reminder": self.deliver, "reminder_button": self.button}
+        return {JobKind.REMINDER: self.deliver, JobKind.REMINDER_BUTTON: self.button}
 
     async def deliver(self, job: JobContext) -> None:
         p = job.job.payload

@@ -13,23 +13,24 @@ from typing import Any
 from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
-from bot.jobs import Handler, JobContext
+from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, web
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
 from bot.slack.intake import conversation_key, parse_button_value, permalink
+from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
-from bot.turns import KEEPING_TOOLS
 from storage.errors import StorageError  # the Brain's expected failures reach adapters as these
 
 log = logging.getLogger(__name__)
 
 
 class SlackWork:
-    def __init__(self, brain: Any, client: AsyncWebClient, settings: Settings) -> None:
+    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings) -> None:
         self.brain = brain
         self.client = client
         self.settings = settings
@@ -38,26 +39,20 @@ class SlackWork:
         self.reminders = ReminderWork(brain, client, self.home.refresh)
 
     def handlers(self) -> dict[str, Handler]:
-        return {"turn": self.turn, "button": self.button, "digest": self.digest,
-                "thread_started": self.thread_started, **self.saves.handlers(),
-                **self.home.handlers(), **self.reminders.handlers()}
+        return owner_only(self.settings.owner, self.client, {
+            JobKind.TURN: self.turn, JobKind.BUTTON: self.button, JobKind.DIGEST: self.digest,
+            JobKind.THREAD_STARTED: self.thread_started, **self.saves.handlers(),
+            **self.home.handlers(), **self.reminders.handlers()})
 
     # -- a message -------------------------------------------------------------------------
 
     async def turn(self, job: JobContext) -> None:
         p = job.job.payload
         channel, ts, thread_ts, user = p["channel"], p["ts"], p["thread_ts"], p["user"]
-        owner = self.settings.owner
-        if owner and user != owner:
-            msg = cards.message(
-                [cards.section(f"This brain belongs to <@{owner}>; I only file notes for them.")],
-                "This brain belongs to someone else.")
-            await web.post_once(self.client, job, channel, thread_ts, msg)
-            return
         if "reply_ts" not in job.result:
             await self.brain.accounts.resumed(user)  # writing to the bot ends a pause
             await web.set_status(self.client, channel, thread_ts, web.THINKING)
-        result = await self.brain.handle(
+        result = await self.brain.turns.handle(
             conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
             text=p["text"], source=permalink(channel, ts), channel=channel,
             thread_ts=thread_ts, job=job.job)
@@ -69,11 +64,11 @@ class SlackWork:
         if not posted:  # a reply clears the status; without one, clear it here
             await web.set_status(self.client, channel, thread_ts, "")
         if posted and not job.result.get("linked"):
-            for ch, card_ts, data, text in await self.brain.shown_at(result, channel, posted):
+            for ch, card_ts, data, text in await self.brain.conversations.shown_at(result, channel, posted):
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
             job.note(linked=True)
-        if any(e.status == "ok" and e.tool in KEEPING_TOOLS for e in result.executions):
+        if result.changed:
             await self.home.refresh(user)  # the turn changed a note: an open Home shows it
 
     # -- the assistant panel opened a thread -------------------------------------------------
@@ -106,7 +101,7 @@ class SlackWork:
             await self._tell(press, f"That button doesn't work any more ({exc}; ref {ref}).")
             return
         key = conversation_key(press["channel"], press["thread_ts"], press["user"])
-        owner = await self.brain.note_owner(entry_id, key)
+        owner = await self.brain.conversations.note_owner(entry_id, key)
         if owner != press["user"]:
             log.info("button %s on %s by %s refused: not the owner", press["action_id"],
                      entry_id, press["user"])
@@ -123,7 +118,7 @@ class SlackWork:
 
     async def _move(self, press: dict[str, Any], entry_id: str, target: str, key: str) -> None:
         try:
-            result = await self.brain.move_entry(user_id=press["user"], ref=entry_id,
+            result = await self.brain.changes.move(user_id=press["user"], ref=entry_id,
                                                  category=target, conversation_key=key)
         except StorageError as exc:
             await self._tell(press, f"Couldn't move it: {exc.message}")
@@ -145,10 +140,10 @@ class SlackWork:
         name = job.result.get("name")
         path = job.result.get("trashed")
         if path is None:  # not done by an earlier run of this job
-            receipt = await self.brain.receipt(entry_id)
+            receipt = await self.brain.core.receipts.for_entry(entry_id)
             name = _receipt_name(receipt) if receipt else entry_id
             try:
-                path = await self.brain.trash_entry(user_id=press["user"], ref=entry_id,
+                path = await self.brain.changes.trash(user_id=press["user"], ref=entry_id,
                                                     conversation_key=key)
             except StorageError as exc:
                 await self._tell(press, f"Couldn't undo it: {exc.message}")
@@ -171,11 +166,11 @@ class SlackWork:
         request = DigestRequest(**p["request"])
         user = p["user"]
         if request.action == "show":
-            digest = await self.brain.digest(user_id=user, kind=request.kind)
+            digest = await self.brain.digests.make(user_id=user, kind=request.kind or "daily")
             msg = cards.digest_message(digest)
         else:
             tz = await self.user_tz(user) if request.action == "subscribe" else None
-            reply = await self.brain.digest_settings(user_id=user, request=request,
+            reply = await self.brain.digests.settings(user_id=user, request=request,
                                                      channel=p.get("channel"), tz=tz)
             msg = cards.message([cards.section(cards.escape(reply))], cards.escape(reply))
         if not await web.respond(p["response_url"], msg):
@@ -199,7 +194,7 @@ class SlackWork:
         if await self.brain.accounts.stopped_for(sub.user_id):
             log.info("digest for %s not sent: the app or the user is paused", sub.user_id)
             return
-        digest = await self.brain.digest(user_id=sub.user_id, kind=sub.kind,
+        digest = await self.brain.digests.make(user_id=sub.user_id, kind=sub.kind,
                                          today=slot.date(), tz=sub.tz)
         msg = cards.digest_message(digest)
         await self.client.chat_postMessage(channel=sub.channel or sub.user_id, text=msg.text,
@@ -214,15 +209,15 @@ class SlackWork:
         log.error("job %s given up (ref %s): %s", job.job.id, ref, reason)
         p = job.job.payload
         msg = cards.error_message(ref, "I could not finish this; please send it again.")
-        if job.job.kind == "turn":
+        if job.job.kind == JobKind.TURN:
             if "reply_ts" not in job.result:
                 await web.post_once(self.client, job, p["channel"], p["thread_ts"], msg)
             await web.set_status(self.client, p["channel"], p["thread_ts"], "")
-        elif job.job.kind == "save":
+        elif job.job.kind == JobKind.SAVE:
             await self.saves.give_up(job, msg)
-        elif job.job.kind == "digest":
+        elif job.job.kind == JobKind.DIGEST:
             await web.respond(p["response_url"], msg)
-        elif job.job.kind in ("button", "reminder_button"):
+        elif job.job.kind in (JobKind.BUTTON, JobKind.REMINDER_BUTTON):
             press = p["press"]
             await web.ephemeral(self.client, press["channel"], press["user"], msg.text,
                                 press.get("thread_ts"))

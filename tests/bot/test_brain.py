@@ -31,7 +31,7 @@ async def scripted(tmp_path: Path):
 
 
 async def _messages(brain: Brain, key: str) -> list[list[repositories.MessageRow]]:
-    async with brain.db.session() as s:
+    async with brain.core.db.session() as s:
         conv = await repositories.get_conversation(s, key)
         assert conv is not None
         return await repositories.recent_turn_messages(s, conv.id, 20)
@@ -42,14 +42,14 @@ async def test_capture_stores_assistant_message_with_path_and_confidence(scripte
     provider.answers = [tools(call("classify_and_capture", {
         "text": "Q3 budget review with finance",
         "hints": {"category": "projects", "confidence": 0.82, "name": "Q3 budget"}}))]
-    result = await brain.handle(conversation_key="cli:t:1", user_id="u1",
+    result = await brain.turns.handle(conversation_key="cli:t:1", user_id="u1",
                                 text="Q3 budget review with finance")
     assert result.llm_calls == 1
     turns = await _messages(brain, "cli:t:1")
     last = turns[-1][-1]
     assert last.role == "assistant"
     assert "projects/q3-budget.md" in last.content and "0.82" in last.content
-    async with brain.db.session() as s:
+    async with brain.core.db.session() as s:
         runs = (await repositories.turns_for_log(s, None, limit=1))[0].tool_runs
     assert [r.tool for r in runs] == ["classify_and_capture"] and runs[0].status == "ok"
 
@@ -61,8 +61,8 @@ async def test_system_prompt_names_tools_and_carries_summary_and_history(scripte
     provider.answers = [tools(call("classify_and_capture", {
         "text": "Book the venue", "hints": {"category": "admin", "confidence": 0.9}})),
         text("You have 1 active project.")]
-    await brain.handle(conversation_key="cli:t:2", user_id="u1", text="Book the venue")
-    await brain.handle(conversation_key="cli:t:2", user_id="u1", text="what's active?")
+    await brain.turns.handle(conversation_key="cli:t:2", user_id="u1", text="Book the venue")
+    await brain.turns.handle(conversation_key="cli:t:2", user_id="u1", text="what's active?")
     request = provider.requests[-1]
     guidance = request.system
     for spec in tool_specs():
@@ -80,15 +80,15 @@ async def test_fix_command_moves_the_thread_note_without_an_llm_call(scripted) -
     provider.answers = [tools(call("classify_and_capture", {
         "text": "Call Sara about the Q3 budget",
         "hints": {"category": "people", "confidence": 0.8, "name": "Sara"}}))]
-    await brain.handle(conversation_key="cli:t:3", user_id="u1",
+    await brain.turns.handle(conversation_key="cli:t:3", user_id="u1",
                        text="Call Sara about the Q3 budget")
     calls_before = len(provider.requests)
-    result = await brain.handle(conversation_key="cli:t:3", user_id="u1", text="fix: projects")
+    result = await brain.turns.handle(conversation_key="cli:t:3", user_id="u1", text="fix: projects")
     assert len(provider.requests) == calls_before  # no LLM call
     assert result.llm_calls == 0
     root = brain.store_for("u1").vault.root
     assert (root / "projects" / "sara.md").exists() and not (root / "people" / "sara.md").exists()
-    async with brain.db.session() as s:
+    async with brain.core.db.session() as s:
         conv = await repositories.get_conversation(s, "cli:t:3")
         captures = await repositories.captures_for_conversation(s, conv.id)
     assert captures[-1].status == "fixed" and captures[-1].path == "projects/sara.md"
@@ -106,7 +106,7 @@ async def test_llm_down_a_thought_still_lands_in_the_inbox(tmp_path: Path) -> No
                          BRAIN_LLM_MAX_RETRIES="0", BRAIN_LLM_TIMEOUT="2")
     brain = await Brain.start(settings, provider=make_provider(select_config(settings), settings))
     try:
-        result = await brain.handle(conversation_key="cli:t:4", user_id="u1",
+        result = await brain.turns.handle(conversation_key="cli:t:4", user_id="u1",
                                     text="Renew the car insurance before March")
         assert result.outage is not None
         assert "inbox" in result.text
@@ -115,7 +115,7 @@ async def test_llm_down_a_thought_still_lands_in_the_inbox(tmp_path: Path) -> No
         body = notes[0].read_text()
         assert "Renew the car insurance before March" in body and "language model is unreachable" in body
         # a question is not filed, and says so
-        answer = await brain.handle(conversation_key="cli:t:4", user_id="u1",
+        answer = await brain.turns.handle(conversation_key="cli:t:4", user_id="u1",
                                     text="what are my projects?")
         assert answer.outage is not None and "nothing was saved" in answer.text
         assert len(list((brain.store_for("u1").vault.root / "inbox").glob("*.md"))) == 1
@@ -134,8 +134,8 @@ async def test_hostile_user_id_is_refused(scripted) -> None:
 async def test_turn_is_stored_whole_with_usage(scripted) -> None:
     brain, provider = scripted
     provider.answers = [tools(call("list_entries", {})), text("Nothing yet.")]
-    await brain.handle(conversation_key="cli:t:5", user_id="u1", text="list my notes")
-    async with brain.db.session() as s:
+    await brain.turns.handle(conversation_key="cli:t:5", user_id="u1", text="list my notes")
+    async with brain.core.db.session() as s:
         turn = (await repositories.turns_for_log(s, None, limit=1))[0]
     assert turn.llm_calls == 2 and turn.input_tokens == 150 and turn.reply_text == "Nothing yet."
     turns = await _messages(brain, "cli:t:5")
@@ -155,7 +155,7 @@ async def test_a_long_paste_reaches_the_model_shortened_and_is_filed_whole(scrip
                                     "name": "Offsite notes"}}))
 
     provider.answers = [capture_what_you_saw]
-    result = await brain.handle(conversation_key="cli:t:long", user_id="u1", text=paste)
+    result = await brain.turns.handle(conversation_key="cli:t:long", user_id="u1", text=paste)
     sent = provider.requests[0].messages[-1].content
     assert len(sent) < 2200 and "more characters not shown" in sent
     assert result.executions[0].status == "ok"

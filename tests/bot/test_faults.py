@@ -31,7 +31,7 @@ async def test_a_malformed_reply_never_loses_the_thought(
     server._script.clear()
     server.script(script_for(fault, provider))
     try:
-        result = await brain.handle(conversation_key="cli:u1:faults", user_id="u1",
+        result = await brain.turns.handle(conversation_key="cli:u1:faults", user_id="u1",
                                     text=THOUGHT)
         store = brain.store_for("u1")
         notes = list(store.vault.root.rglob("*.md"))
@@ -62,7 +62,7 @@ async def test_a_question_the_model_cannot_answer_files_nothing(
     server._script.clear()
     server.script(script_for(FAULTS[0], "openai"))  # unknown tool, again and again
     try:
-        result = await brain.handle(conversation_key="cli:u1:q", user_id="u1",
+        result = await brain.turns.handle(conversation_key="cli:u1:q", user_id="u1",
                                     text="what is on my plate this week?")
         assert not list(brain.store_for("u1").vault.root.rglob("*.md"))
         assert result.text.strip() and result.rescued is None

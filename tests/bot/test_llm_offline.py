@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from bot.llm.offline import OfflineProvider, example_for_schema, route
+from bot.llm.offline import OfflineProvider, example_for_schema
 from bot.llm.offline_answers import FiledNote, last_filed
 from bot.llm.types import (
     Message,
@@ -22,6 +22,7 @@ from bot.llm.types import (
     ToolResult,
     ToolSpec,
 )
+from tools.intent import route
 
 try:
     from tools.registry import tool_specs
@@ -32,7 +33,7 @@ except ImportError:  # the tools package is someone else's; keep our tests indep
 
 WED = date(2026, 3, 4)
 SCHEMAS = {s.name: s.parameters for s in SPECS}
-FILED = FiledNote("projects/q3-budget.md", "e_222")  # the note this conversation filed last
+FILED = "projects/q3-budget.md"  # the path of the note this conversation filed last
 
 
 def tools() -> list[ToolSpec]:

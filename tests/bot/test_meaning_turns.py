@@ -47,14 +47,14 @@ async def _brain(tmp_path: Path, **env: str) -> Brain:
     for rel, text in VAULT.items():
         write_note(store.vault.root, rel, text)
     await store.refresh()
-    await embed_pending(brain.db, store.index.key, store.meaning)  # what the indexer does
+    await embed_pending(brain.core.db, store.index.key, store.meaning)  # what the indexer does
     return brain
 
 
 async def test_a_thought_is_filed_with_its_related_notes(tmp_path: Path) -> None:
     brain = await _brain(tmp_path)
     try:
-        result = await brain.handle(conversation_key="cli:u1:r", user_id="u1",
+        result = await brain.turns.handle(conversation_key="cli:u1:r", user_id="u1",
                                     text="Call Sara about the Q3 budget")
         capture = result.filed[0].output
         assert capture is not None
@@ -80,7 +80,7 @@ async def test_unsure_rules_ask_the_nearest_filed_notes(tmp_path: Path) -> None:
     thought = "Quarterly numbers look off"
     brain = await _brain(tmp_path)
     try:
-        result = await brain.handle(conversation_key="cli:u1:c", user_id="u1", text=thought)
+        result = await brain.turns.handle(conversation_key="cli:u1:c", user_id="u1", text=thought)
         capture = result.filed[0].output
         assert capture is not None and capture.data["category"] == "projects"
     finally:
@@ -89,7 +89,7 @@ async def test_unsure_rules_ask_the_nearest_filed_notes(tmp_path: Path) -> None:
     # Without the model: the rules alone, unsure, so the inbox; no related notes either.
     brain = await _brain(tmp_path / "off", BRAIN_EMBEDDING_MODEL=str(tmp_path / "nowhere"))
     try:
-        result = await brain.handle(conversation_key="cli:u1:c", user_id="u1", text=thought)
+        result = await brain.turns.handle(conversation_key="cli:u1:c", user_id="u1", text=thought)
         capture = result.filed[0].output
         assert capture is not None and capture.data["category"] == "inbox"
         assert "related" not in capture.data

@@ -14,6 +14,8 @@ import pytest
 import sqlalchemy as sa
 from aiohttp.test_utils import TestServer
 
+import bot.brain as brain_module
+import bot.slack.app as app_module
 from storage import repositories
 from tests.e2e.bot_harness import DM_TS, Harness, make_settings, posted_ts
 from tests.e2e.fake_slack import FakeSlack
@@ -24,14 +26,12 @@ from tests.e2e.slack_harness import (
     USER,
     SlackSender,
     button_press,
+    home_opened,
     message_event,
     payload,
     posted_entry_id,
     vault_files,
 )
-
-brain_module = pytest.importorskip("bot.brain", reason="bot.brain not importable yet")
-app_module = pytest.importorskip("bot.slack.app")
 
 
 async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> None:
@@ -46,7 +46,7 @@ async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> No
     assert methods == ["assistant.threads.setStatus", "chat.postMessage"]
     status = slack.fake.calls_to("assistant.threads.setStatus")[0].body
     assert (status["channel_id"], status["thread_ts"]) == (DM, DM_TS) and status["status"]
-    async with slack.bot.brain.db.session() as s:
+    async with slack.bot.brain.core.db.session() as s:
         capture = await repositories.capture_for_entry(s, entry_id)
     assert capture is not None and capture.user_id == USER and capture.thread_ts == DM_TS
     # the receipt remembers its card, so a later correction can update it in place
@@ -82,7 +82,7 @@ async def test_owner_button_moves_the_note_and_updates_the_card(slack: Harness) 
     assert f"Moved to *{target.capitalize()}*" in json.dumps(updates[0].body["blocks"])
     files = vault_files(slack.vault)
     assert len(files) == 1 and files[0].startswith(f"{target}/")
-    async with slack.bot.brain.db.session() as s:
+    async with slack.bot.brain.core.db.session() as s:
         capture = await repositories.capture_for_entry(s, entry_id)
     assert capture is not None and capture.status == "fixed"
     slack.check_cards()
@@ -200,21 +200,21 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
     hooks = await slack.fake.wait_for("hook:sub")
     await slack.settle()
     assert "07:30" in hooks[0].body["text"]
-    async with slack.bot.brain.db.session() as s:
+    async with slack.bot.brain.core.db.session() as s:
         (sub,) = await repositories.list_subscriptions(s)
     assert sub.tz == "Asia/Tokyo" and (sub.hour, sub.minute) == (7, 30)  # from users.info
 
     tokyo = ZoneInfo("Asia/Tokyo")
     now = datetime(2027, 1, 5, 7, 31, tzinfo=tokyo)  # a minute after the slot, user's time
     posts_before = len(slack.fake.calls_to("chat.postMessage"))
-    scheduler = DigestScheduler(slack.bot.brain.db, slack.bot.work.deliver_digest, clock=lambda: now)
+    scheduler = DigestScheduler(slack.bot.brain.core.db, slack.bot.work.deliver_digest, clock=lambda: now)
     assert len(await scheduler.tick()) == 1
     posts = slack.fake.calls_to("chat.postMessage")[posts_before:]
     assert len(posts) == 1 and posts[0].body["channel"] == DM
     assert "digest" in posts[0].body["text"].lower()
     # never twice: the same tick again, and a restarted scheduler, send nothing
     assert await scheduler.tick() == []
-    restarted = DigestScheduler(slack.bot.brain.db, slack.bot.work.deliver_digest, clock=lambda: now)
+    restarted = DigestScheduler(slack.bot.brain.core.db, slack.bot.work.deliver_digest, clock=lambda: now)
     assert await restarted.tick() == []
     assert len(slack.fake.calls_to("chat.postMessage")) == posts_before + 1
     slack.check_cards()
@@ -225,7 +225,7 @@ async def test_finished_jobs_are_forgotten_after_a_day_open_ones_never(slack: Ha
     jobs = slack.bot.brain.jobs
     await jobs.record(key="event:EvOpen", kind="nothing", user_id=USER, lane="x",
                       payload={})
-    async with slack.bot.brain.db.engine.begin() as conn:  # two days pass
+    async with slack.bot.brain.core.db.engine.begin() as conn:  # two days pass
         await conn.execute(sa.text("UPDATE jobs SET finished_at = :t WHERE state = 'done'"),
                            {"t": datetime.now(UTC) - timedelta(days=2)})
     assert await jobs.prune() == 1  # the DM's finished job; the open one stays
@@ -372,7 +372,22 @@ async def test_with_a_single_owner_others_are_told_and_nothing_is_filed(tmp_path
         posts = await fake.wait_for("chat.postMessage")
         assert await bot.settle(10)
         assert "belongs to <@U0SBOWNER>" in json.dumps(posts[0].body["blocks"])
+        # Every entry point refuses through the same check: /digest (which once showed a
+        # digest and took subscriptions), the Home and its buttons.
+        for text, hook in (("daily", "d1"), ("subscribe daily 07:30", "d2")):
+            fields = payload("slash_command_digest_weekly.json")
+            fields.update(text=text, response_url=fake.hook_url(hook), trigger_id=f"t-{hook}")
+            assert (await send.command(fields))[0] == 200
+            answer = (await fake.wait_for(f"hook:{hook}"))[0].body
+            assert "belongs to <@U0SBOWNER>" in answer["text"], answer
+        await send.event(home_opened(event_id="Ev-home"))
+        views = await fake.wait_for("views.publish")
+        assert "belongs to <@U0SBOWNER>" in json.dumps(views[0].body)
+        assert await bot.settle(10)
         assert not any(tmp_path.rglob("*.md"))
+        assert not [p for p in tmp_path.rglob("*") if p.is_dir() and p.name == USER]
+        async with brain.core.db.session() as s:
+            assert await repositories.list_subscriptions(s) == []
     finally:
         await send.close()
         await server.close()

@@ -98,7 +98,7 @@ async def subscribe_daily(h: Harness) -> None:
 
 def digests(h: Harness) -> DigestScheduler:
     now = datetime(2027, 1, 5, 7, 31, tzinfo=TOKYO)
-    return DigestScheduler(h.brain.db, h.bot.work.deliver_digest, clock=lambda: now)
+    return DigestScheduler(h.brain.core.db, h.bot.work.deliver_digest, clock=lambda: now)
 
 
 async def test_uninstalling_stops_scheduled_work_and_keeps_the_data(slack: Harness) -> None:
@@ -110,11 +110,11 @@ async def test_uninstalling_stops_scheduled_work_and_keeps_the_data(slack: Harne
     posts = len(slack.fake.calls_to("chat.postMessage"))
     assert (await slack.send.event(payload("event_callback_app_uninstalled.json")))[0] == 200
     await slack.settle()
-    async with slack.brain.db.session() as s:
+    async with slack.brain.core.db.session() as s:
         assert await slack_state.uninstalled_teams(s) == {"T0SB00001"}
     await digests(slack).tick()
     morning = datetime(2027, 1, 5, 8, 0, tzinfo=TOKYO)
-    reminders = ReminderScheduler(slack.brain, tz_lookup=slack.bot.work.user_tz,
+    reminders = ReminderScheduler(slack.brain.reminders, tz_lookup=slack.bot.work.user_tz,
                                   wake=slack.bot.worker.wake,
                                   clock=lambda: morning)
     assert await reminders.tick() == []
@@ -137,10 +137,10 @@ async def test_a_revoked_users_schedules_pause_until_they_write_again(slack: Har
     posts = len(slack.fake.calls_to("chat.postMessage"))
     await digests(slack).tick()
     assert len(slack.fake.calls_to("chat.postMessage")) == posts  # paused
-    async with slack.brain.db.session() as s:
+    async with slack.brain.core.db.session() as s:
         assert await slack_state.paused_users(s) == {USER}
     await slack.file_dm("Back again: buy printer paper", ts="1767262900.000100",
                         event_id="EvBack")
-    async with slack.brain.db.session() as s:
+    async with slack.brain.core.db.session() as s:
         assert await slack_state.paused_users(s) == set()
     assert set(kept) <= set(vault_files(slack.vault))  # their notes were kept throughout

@@ -28,7 +28,7 @@ PERMALINK = f"https://slack.com/archives/{CHANNEL}/p{SAVED_TS.replace('.', '')}"
 
 
 async def captures_of(h: Harness, user: str) -> list[repositories.CaptureRow]:
-    async with h.brain.db.session() as s:
+    async with h.brain.core.db.session() as s:
         return await repositories.captures_since(s, user, datetime(1970, 1, 1, tzinfo=UTC))
 
 

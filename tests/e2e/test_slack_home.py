@@ -106,7 +106,7 @@ async def test_the_digest_select_changes_the_schedule_like_the_command(slack: Ha
                                        select=True))
     calls = await slack.fake.wait_for("views.publish", 2)
     await slack.settle()
-    async with slack.brain.db.session() as s:
+    async with slack.brain.core.db.session() as s:
         (sub,) = await repositories.list_subscriptions(s)
     assert (sub.user_id, sub.kind, sub.hour, sub.minute, sub.tz) == \
         (USER, "daily", 7, 0, "Asia/Tokyo")  # the zone from users.info, as /digest does
@@ -116,7 +116,7 @@ async def test_the_digest_select_changes_the_schedule_like_the_command(slack: Ha
     await slack.send.action(home_press(DIGEST_DAILY, "off daily", trigger="H3", select=True))
     await slack.fake.wait_for("views.publish", 3)
     await slack.settle()
-    async with slack.brain.db.session() as s:
+    async with slack.brain.core.db.session() as s:
         assert await repositories.list_subscriptions(s) == []
 
 

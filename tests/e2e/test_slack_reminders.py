@@ -23,7 +23,7 @@ def at(day: date, hour: int, minute: int = 0) -> datetime:
 
 
 def scheduler(h: Harness, now: datetime) -> ReminderScheduler:
-    return ReminderScheduler(h.brain, tz_lookup=h.bot.work.user_tz, wake=h.bot.worker.wake,
+    return ReminderScheduler(h.brain.reminders, tz_lookup=h.bot.work.user_tz, wake=h.bot.worker.wake,
                              clock=lambda: now)
 
 
@@ -117,12 +117,12 @@ async def test_done_on_a_note_without_a_status_clears_its_due_date(slack: Harnes
 
 async def test_a_note_closed_before_delivery_is_not_reminded(tmp_path: Path) -> None:
     async with running_bot(tmp_path, worker=False) as h:
-        await h.brain.call_tool(user_id=USER, name="classify_and_capture",  # a capture:
+        await h.brain.tools.call(user_id=USER, name="classify_and_capture",  # a capture:
                                 arguments={"text": "Call the dentist"})  # the vault is known
         note = await h.brain.store_for(USER).create(
             "admin", "Renew passport", {"status": "todo", "due_date": DUE.isoformat()}, "")
         assert len(await scheduler(h, at(DUE, 8)).tick()) == 1  # claimed, not yet delivered
-        await h.brain.call_tool(user_id=USER, name="update_entry",
+        await h.brain.tools.call(user_id=USER, name="update_entry",
                                 arguments={"path": note.id, "updates": {"status": "done"}})
         h.bot.start(scheduler=False)
         await h.settle()

@@ -20,8 +20,6 @@ from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event, vault_files
 
-pytest.importorskip("bot.brain", reason="bot.brain not importable yet")
-
 DM_TS = "1767261600.000100"
 
 

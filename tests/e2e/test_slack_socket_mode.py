@@ -9,14 +9,11 @@ from __future__ import annotations
 import copy
 import json
 
-import pytest
 from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
 from slack_sdk.socket_mode.request import SocketModeRequest
 
 from tests.e2e.bot_harness import Harness, posted_ts
 from tests.e2e.slack_harness import USER, payload, posted_entry_id, vault_files
-
-pytest.importorskip("bot.brain", reason="bot.brain not importable yet")
 
 
 async def run(h: Harness, envelope: dict) -> dict:

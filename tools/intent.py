@@ -1,6 +1,7 @@
-"""The offline provider's rules: one user message -> the tool call a model would make, or a
-text answer. Names the tools of our registry; the provider checks each decision against the
-tool specs it is actually given.
+"""The rule-based reading of a message: one user message -> the tool call a model would make,
+or a text answer. The offline provider answers with it; a turn asks it whether a message
+reads as a thought. Names the tools of our registry; the offline provider checks each
+decision against the tool specs it is actually given.
 
 A question-shaped proposal ("Could we gamify code reviews?", "What if we ...?") is a thought
 to capture; questions to the brain ("what's on my plate this week?", "who is Priya?") and
@@ -14,20 +15,13 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from bot.llm.offline_answers import FiledNote
+from tools.categories import category_of
 from tools.classify_rules import Similar, classify
 
 HELP = ("Hi! Send me a thought and I'll file it (people, projects, ideas, admin). "
         "Ask \"what's active?\", \"find <words>\", \"show note <name>\" or \"digest\"; "
         "reply \"fix: project\" to re-file the last note.")
 
-_CATEGORY_WORDS = {
-    "people": "people", "person": "people", "persons": "people", "contact": "people",
-    "project": "projects", "projects": "projects",
-    "idea": "ideas", "ideas": "ideas",
-    "admin": "admin", "admins": "admin", "task": "admin", "tasks": "admin", "todo": "admin",
-    "todos": "admin", "inbox": "inbox",
-}
 _CAT = r"(?:a |an |the )?([a-z]+)"
 
 _GREETING = re.compile(
@@ -103,10 +97,6 @@ class Route:
     text: str | None = None
 
 
-def _category(word: str) -> str | None:
-    return _CATEGORY_WORDS.get(word.lower())
-
-
 def clean_query(text: str) -> str:
     query = text.strip().rstrip("?!. ").strip()
     query = _ARTICLES.sub("", query)
@@ -121,10 +111,10 @@ def _status(word: str, category: str | None) -> str:
     return word
 
 
-def route(text: str, *, filed: FiledNote | None = None, today: date,
+def route(text: str, *, filed: str | None = None, today: date,
           similar: Similar | None = None) -> Route:
     """The rules: one user message -> the tool call a model would make, or a text answer.
-    `filed`: the note this conversation filed last (a correction moves it)."""
+    `filed`: the path of the note this conversation filed last (a correction moves it)."""
     stripped = text.strip()
     if not stripped or _GREETING.match(stripped):
         return Route(text=HELP)
@@ -150,12 +140,12 @@ def _capture(text: str, today: date, similar: Similar | None) -> Route:
     return Route(tool="classify_and_capture", arguments={"text": text, "hints": hints})
 
 
-def _correction(plain: str, filed: FiledNote | None) -> Route | None:
+def _correction(plain: str, filed: str | None) -> Route | None:
     for index, pattern in enumerate(_FIX):
         match = pattern.match(plain)
         if not match:
             continue
-        target = _category(match.group(1))
+        target = category_of(match.group(1))
         if target is None:
             if index == 0:
                 return Route(text=f"I don't know the category \"{match.group(1)}\"; use "
@@ -164,7 +154,7 @@ def _correction(plain: str, filed: FiledNote | None) -> Route | None:
         if filed is None:
             return Route(text="Which note should I move? I haven't filed anything in this "
                               "conversation yet; tell me its name or path.")
-        return Route(tool="move_entry", arguments={"path": filed.path, "targetCategory": target})
+        return Route(tool="move_entry", arguments={"path": filed, "targetCategory": target})
     return None
 
 
@@ -193,7 +183,7 @@ def _listing(plain: str) -> Route | None:
     match = _LIST.match(plain)
     if match:
         args: dict[str, Any] = {}
-        category = _category(match.group(2))
+        category = category_of(match.group(2))
         if category:
             args["category"] = category
         if match.group(1):
@@ -204,13 +194,13 @@ def _listing(plain: str) -> Route | None:
         what = match.group(1).lower()
         if "inbox" in what:
             return Route(tool="list_entries", arguments={"category": "inbox"})
-        category = _category(match.group(2) or "")
+        category = category_of(match.group(2) or "")
         args = {"category": category} if category else {}
         args["status"] = _status(what, category)
         return Route(tool="list_entries", arguments=args)
     match = _WHAT_LIST.match(plain)
     if match:
-        category = _category(match.group(2) or match.group(3) or "")
+        category = category_of(match.group(2) or match.group(3) or "")
         args = {"category": category} if category else {}
         if match.group(1):
             args["status"] = _status(match.group(1), category)

@@ -1,0 +1,109 @@
+"""What every service of the brain needs, in one small typed object: the settings, the
+database, each person's Store, the language model (made on first use), the capture receipts
+and the clock.
+
+Services (`bot/saving.py`, `bot/home.py`, the turn runner, ...) take a `Core` and never the
+Brain: the Brain (`bot/brain.py`) builds one Core and hands it to each service it composes.
+Nothing heavy is imported here: the provider and the search-by-meaning keeper load when first
+asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from bot.config import Settings
+from storage.db import Database
+from storage.errors import InvalidValue
+from storage.store import Store
+
+if TYPE_CHECKING:
+    from bot.index_keeper import IndexKeeper
+    from bot.llm.types import Provider
+    from storage.meaning import Meaning
+    from storage.receipts import Receipts
+
+USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+class Core:
+    def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
+                 *, vault_override: Path | None = None, meaning: Meaning | None = None) -> None:
+        self.settings = settings
+        self.db = db
+        self._receipts: Receipts | None = None
+        self.vault_override = vault_override
+        self._provider = provider
+        self._meaning = meaning  # a model the caller started loading, else one made lazily
+        self._keeper: IndexKeeper | None = None
+        self._stores: dict[str, Store] = {}
+
+    @property
+    def provider(self) -> Provider:
+        """The configured language model (made on first use: a storage verb never needs it)."""
+        if self._provider is None:
+            self._provider = make_provider(self.settings)
+        return self._provider
+
+    @property
+    def receipts(self) -> Receipts:
+        """Capture receipts (storage/receipts.py; loaded on first use: a storage verb of the
+        CLI never needs the rows' module)."""
+        if self._receipts is None:
+            from storage.receipts import Receipts
+
+            self._receipts = Receipts(self.db)
+        return self._receipts
+
+    @property
+    def offline(self) -> bool:
+        from bot.llm.offline import OfflineProvider
+
+        return isinstance(self.provider, OfflineProvider)
+
+    @property
+    def keeper(self) -> IndexKeeper:
+        """The Stores' search by meaning and the background indexer (bot.index_keeper)."""
+        if self._keeper is None:
+            from bot.index_keeper import IndexKeeper
+
+            self._keeper = IndexKeeper(self.settings, self.db, meaning=self._meaning)
+        return self._keeper
+
+    def store_for(self, user_id: str) -> Store:
+        """The person's vault over the shared database; refuses ids that could name a path."""
+        if not USER_ID.match(user_id) or user_id in {".", ".."}:
+            raise InvalidValue(f"not a valid user id: {user_id!r}")
+        if user_id not in self._stores:
+            root = self.vault_override or self.settings.vault_for(user_id)
+            self._stores[user_id] = self.keeper.store(root)
+        return self._stores[user_id]
+
+    def forget_store(self, user_id: str) -> None:
+        if user_id in self._stores:
+            self.keeper.forget(self._stores.pop(user_id))
+
+    def now(self) -> datetime:
+        return datetime.now(ZoneInfo(self.settings.tz))
+
+    def today(self) -> date:
+        return self.now().date()
+
+    async def close(self) -> None:
+        aclose = getattr(self._provider, "aclose", None)
+        if aclose is not None:  # the SDK providers' HTTP clients
+            await aclose()
+        if self._keeper is not None:
+            await self._keeper.close()
+        await self.db.close()
+
+
+def make_provider(settings: Settings) -> Provider:
+    from bot.llm.configs import make_provider as make
+    from bot.llm.configs import select_config
+
+    return make(select_config(settings), settings)

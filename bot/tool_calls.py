@@ -1,0 +1,39 @@
+"""Tools run for a person: the one place a `ToolContext` is built (for a turn's calls, a
+saved message, an MCP client's call, a reminder's button), and one tool called directly
+outside a conversation, through the same registry the model's calls go through, so the
+validation and error results are exactly the ones the model gets.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from bot.core import Core
+from bot.digest.service import Digests
+from tools.base import ToolContext
+from tools.registry import Execution, execute
+
+
+class ToolCalls:
+    def __init__(self, core: Core, digests: Digests) -> None:
+        self.core = core
+        self.digests = digests
+
+    def context(self, user_id: str, **fields: Any) -> ToolContext:
+        """The context a tool runs in for `user_id`: their Store, the confidence threshold,
+        the zone, the classifier's nearest-notes hook and the digest engine; `fields` say
+        where the call comes from (conversation, turn, job, Slack thread)."""
+        core = self.core
+        store = core.store_for(user_id)
+        return ToolContext(store=store, db=core.db, user_id=user_id,
+                           confidence_threshold=core.settings.confidence_threshold,
+                           tz=core.settings.tz, similar=core.keeper.turn_similar(store),
+                           make_digest=self.digests.maker(store, user_id), **fields)
+
+    async def call(self, *, user_id: str, name: str, arguments: dict[str, Any] | None,
+                   source: str = "mcp") -> Execution:
+        """Run one tool for `user_id` outside a conversation (an MCP client, a button); a
+        capture writes its receipt like any other."""
+        ctx = self.context(user_id, source=source)
+        return await execute(ctx, f"{source}_{uuid.uuid4().hex[:12]}", name, arguments)
