@@ -21,6 +21,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
+from bot.accounts import Accounts
 from bot.digest import parse_digest_request
 from bot.jobs import JobKind
 from bot.slack import assistant
@@ -53,7 +54,7 @@ SAVE_SHORTCUT = "save_to_brain"  # the message shortcut's callback_id (manifest.
 
 
 def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
-             reaction: str = "brain", accounts: Any = None) -> None:
+             reaction: str = "brain", accounts: Accounts | None = None) -> None:
     async def take(make: Callable[[], JobSpec], what: str) -> bool:
         try:
             spec = make()
