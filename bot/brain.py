@@ -21,6 +21,7 @@ from storage.vault import Vault
 
 if TYPE_CHECKING:
     from bot.accounts import Accounts
+    from bot.answers.service import Answers
     from bot.changes import Changes
     from bot.conversations import Conversations
     from bot.digest.service import Digests
@@ -96,6 +97,13 @@ class Brain:
         from bot.tool_calls import ToolCalls
 
         return ToolCalls(self.core, self.digests)
+
+    @cached_property
+    def answers(self) -> Answers:
+        """A question answered from the notes, with checked sources (bot/answers/)."""
+        from bot.answers.service import Answers
+
+        return Answers(self.core, self.tools)
 
     @cached_property
     def turns(self) -> TurnRunner:

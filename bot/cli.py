@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bot.commands import chat, digest, mcp_server, privacy, serve, storage_cmds
+from bot.commands import ask, chat, digest, mcp_server, privacy, serve, storage_cmds
 
-COMMAND_MODULES = (storage_cmds, chat, digest, serve, mcp_server, privacy)
+COMMAND_MODULES = (storage_cmds, ask, chat, digest, serve, mcp_server, privacy)
 
 
 def build_parser() -> argparse.ArgumentParser:

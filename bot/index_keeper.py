@@ -104,6 +104,20 @@ class IndexKeeper:
         if self.indexer is None and await self.meaning.ready():
             await embed_pending(self.db, store.index.key, self.meaning, prune=False)
 
+    async def catch_up(self, store: Store, *, budget: float, window: int | None = None,
+                       progress: Progress | None = None) -> EmbedStats | None:
+        """Vectors for the notes of `store` that lack them, newest first, for at most about
+        `budget` seconds (a CLI verb: its search by meaning needs them, and a write wants its
+        note found by meaning next time); None when the model is off."""
+        from storage.indexer import WINDOW_NOTES, embed_pending
+
+        if not await store.meaning.ready():
+            return None
+        await store.refresh()
+        return await embed_pending(self.db, store.index.key, store.meaning, progress=progress,
+                                   prune=False, budget=budget,
+                                   window=window or WINDOW_NOTES)
+
     async def reindex(self, store: Store, progress: Progress | None = None) -> EmbedStats:
         """Vectors for every note of `store` still without them (`brain reindex`, after the
         words index is rescanned), resumable; `progress(done, total)` as it goes."""

@@ -56,6 +56,7 @@ class JobKind(StrEnum):
     HOME_ACTION = "home_action"  # a button or select on the App Home
     REMINDER = "reminder"  # a due-date reminder to deliver
     REMINDER_BUTTON = "reminder_button"  # Done / Snooze on a reminder
+    OPEN_NOTE = "open_note"  # a source button under an answer: the note in a modal
 
 
 class LeaseLost(Exception):

@@ -31,8 +31,10 @@ GUIDANCE = """How to act:
   it goes to the inbox. Do not also reply: the filed card is the answer.
 - "actually that's a project", "fix: people", "make it admin": move_entry on the note filed in
   this conversation (its path below), then update_entry for any new field (e.g. a due date).
-- Questions about notes: search_entries (words, names) or list_entries (by category/status),
-  then get_entry for details. Answer briefly from the results; never invent notes.
+- Questions about notes: search_entries (words, names, meaning; reword and search again if
+  needed), list_entries (by category/status), ask_notes (sentences that answer it), get_entry
+  for details. Then call answer: each sentence with the id of a note those tools returned and
+  a short quote copied exactly from it. Never invent notes; uncited claims are removed.
 - "what links to X": list_backlinks. "digest"/"review": generate_digest.
 - Destructive tools need an exact path or id; if a tool returns candidates, ask which one.
 - Greetings and small talk: answer in one line, no tool."""

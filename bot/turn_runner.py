@@ -11,6 +11,7 @@ import json
 import logging
 
 from bot import corrections
+from bot.answers.final import cite_prose, needs_citations
 from bot.conversations import Conversations
 from bot.core import Core
 from bot.history import build_history, stored_message
@@ -105,6 +106,10 @@ class TurnRunner:
                                          user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations,
                                          terminal=self._terminal, parallel=self._parallel)
+                if not self.core.offline and needs_citations(outcome, self._parallel):
+                    await cite_prose(self.core.provider, system=system, history=history,
+                                     outcome=outcome, execute=run_call,
+                                     returned=bool(ctx.returned))
             reason = None if kept(outcome) else trouble(outcome)
         except LLMError as exc:
             log.warning("LLM unreachable (%s) in turn %s", exc.kind, turn_id)

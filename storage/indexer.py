@@ -67,9 +67,12 @@ class EmbedStats:
 
 async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
                         batch: int = BATCH_NOTES, window: int = WINDOW_NOTES,
-                        progress: Progress | None = None, prune: bool = True) -> EmbedStats:
-    """Give every note of the vault vectors of the meaning's model; then (with `prune`)
-    delete the vectors no note uses any more. Safe to stop at any point."""
+                        progress: Progress | None = None, prune: bool = True,
+                        budget: float | None = None) -> EmbedStats:
+    """Give every note of the vault vectors of the meaning's model, newest first; then (with
+    `prune`) delete the vectors no note uses any more. Safe to stop at any point: with
+    `budget` (seconds) it stops after the batch that passes it, and `pending` says how many
+    notes are left for the next run."""
     from storage.index import vector_rows
 
     stats = EmbedStats()
@@ -104,6 +107,12 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
             if progress is not None:
                 total = max(total, stats.notes)
                 progress(stats.notes, total, time.perf_counter() - started)
+        if budget is not None and time.perf_counter() - started > budget:
+            async with db.session() as session:
+                stats.pending = await vector_rows.count_pending(session, vault_key, model)
+            if stats.pending:
+                stats.seconds = time.perf_counter() - started
+                return stats
     if prune:
         async with db.session() as session:
             if await vector_rows.orphans(session, vault_key, model):

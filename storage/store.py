@@ -212,6 +212,16 @@ class Store:
         async with self.db.session() as session:
             return await self.index.list(session, category=category, status=status, limit=limit)
 
+    async def due(self, *, after: str | None = None, until: str | None = None,
+                  category: str | None = None, status: str | None = None,
+                  open_only: bool = True, limit: int = 10) -> EntryList:
+        """Notes due between two ISO days (either end open), soonest first; open ones only
+        unless `open_only` is False."""
+        await self._fresh()
+        async with self.db.session() as session:
+            return await self.index.due(session, after=after, until=until, category=category,
+                                        status=status, open_only=open_only, limit=limit)
+
     async def _meaning_query(self, text: str) -> MeaningQuery | None:
         """The text's vector, as a task started now (it runs while the words are searched)."""
         if not isinstance(text, str) or not text.strip() or not await self.meaning.ready():

@@ -15,7 +15,6 @@ from tests.bot.fake_llm_server import (
     FakeLLMServer,
     anthropic_text,
     anthropic_tool_uses,
-    openai_text,
     openai_tool_calls,
 )
 from tests.brain_cli import BrainCLI, Result, run_process
@@ -80,7 +79,15 @@ def test_openai_wire_files_and_returns_list_result_with_its_call_id(
                 "hints": {"category": "admin", "confidence": 0.91, "name": "Renew passport",
                           "due_date": "2027-06-01"}})]),
             openai_tool_calls([("call_list_7", "list_entries", {"category": "admin"})]),
-            openai_text("You have 1 admin note: Renew passport."),
+            # The answer cites a note the list returned (kept), a note it did not return and a
+            # quote that is not in the note (both dropped, and their sentences with them).
+            openai_tool_calls([("call_ans_8", "answer", {"sentences": [
+                {"text": "You have 1 admin note: Renew passport.", "citations": [
+                    {"id": "admin/renew-passport.md", "quote": "renew passport  before june"}]},
+                {"text": "You also have to pay the dentist.", "citations": [
+                    {"id": "admin/pay-dentist.md", "quote": "Pay the dentist"}]},
+                {"text": "It is due in March.", "citations": [
+                    {"id": "admin/renew-passport.md", "quote": "due in March"}]}]})]),
         ])
         proc = brain("chat", "--new",
                      stdin="Renew passport before June\nlist my admin notes\n",
@@ -88,11 +95,12 @@ def test_openai_wire_files_and_returns_list_result_with_its_call_id(
         bodies = srv.bodies("/v1/chat/completions")
     assert proc.code == 0, proc.err
     assert (vault(tmp_path) / "admin" / "renew-passport.md").exists()
-    assert len(bodies) == 3  # capture: 1 call; list: 2 calls
+    assert len(bodies) == 3  # capture: 1 call; list, then the cited answer: 2 calls
     tool_msgs = [m for m in bodies[2]["messages"] if m["role"] == "tool"]
     assert tool_msgs[-1]["tool_call_id"] == "call_list_7"
     assert "renew-passport" in tool_msgs[-1]["content"]
     assert "You have 1 admin note" in proc.out
+    assert "dentist" not in proc.out and "March" not in proc.out
 
 
 def test_anthropic_wire_files_and_returns_list_result_with_its_tool_use_id(
@@ -104,7 +112,13 @@ def test_anthropic_wire_files_and_returns_list_result_with_its_tool_use_id(
                 "hints": {"category": "ideas", "confidence": 0.88, "name": "Gardening podcast",
                           "one_liner": "A podcast about gardening"}})]),
             anthropic_tool_uses([("toolu_list_3", "list_entries", {"category": "ideas"})]),
-            anthropic_text("One idea: Gardening podcast."),
+            anthropic_text("One idea: Gardening podcast, and one about beekeeping."),
+            # The prose goes through the constrained final step: forced, cited, checked.
+            anthropic_tool_uses([("toolu_ans_4", "answer", {"sentences": [
+                {"text": "One idea: Gardening podcast.", "citations": [
+                    {"id": "ideas/gardening-podcast.md", "quote": "A podcast about gardening"}]},
+                {"text": "And one about beekeeping.", "citations": [
+                    {"id": "ideas/beekeeping.md", "quote": "beekeeping"}]}]})]),
         ])
         proc = brain("chat", "--new",
                      stdin="Idea: a podcast about gardening\nlist my ideas\n",
@@ -117,7 +131,11 @@ def test_anthropic_wire_files_and_returns_list_result_with_its_tool_use_id(
     assert last_user["role"] == "user"
     assert last_user["content"][0]["type"] == "tool_result"
     assert last_user["content"][0]["tool_use_id"] == "toolu_list_3"
-    assert "One idea" in proc.out
+    final = bodies[3]
+    assert final["tool_choice"] == {"type": "tool", "name": "answer"}
+    assert [t["name"] for t in final["tools"]] == ["answer"]
+    assert "One idea: Gardening podcast." in proc.out
+    assert "beekeeping" not in proc.out
 
 
 def test_llm_down_the_thought_is_in_the_inbox(tmp_path: Path,

@@ -57,8 +57,12 @@ async def test_lists_every_tool_with_the_models_schema_and_read_only_hints(
         tmp_path: Path, mode: str) -> None:
     async with stdio(tmp_path, mode=mode) as client:
         listed = (await client.list_tools()).tools
-    assert [t.name for t in listed] == [s["name"] for s in tool_specs()]
-    for tool, spec in zip(listed, tool_specs(), strict=True):
+    offered = [s for s in tool_specs() if not TOOLS[s["name"]].internal]
+    assert [t.name for t in listed] == [s["name"] for s in offered] + ["ask"]
+    assert "answer" not in [t.name for t in listed]  # the loop's own final step
+    asked = listed.pop()
+    assert asked.annotations is not None and asked.annotations.read_only_hint is True
+    for tool, spec in zip(listed, offered, strict=True):
         assert tool.input_schema == spec["parameters"]  # verbatim: the model's schema
         assert tool.description == spec["description"]
         assert tool.annotations is not None
@@ -86,6 +90,26 @@ async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(tmp_pat
     receipt = await _receipt(tmp_path, note["id"])
     assert receipt is not None
     assert (receipt.user_id, receipt.path, receipt.status) == ("alice", note["path"], "filed")
+
+
+async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:
+    async with stdio(tmp_path, "--user", "alice") as client:
+        await client.call_tool("classify_and_capture", {
+            "text": "We decided to hold the offsite in Sintra: the venue fits all 60 people",
+            "hints": {"category": "projects", "confidence": 0.9, "name": "Company offsite"}})
+        asked = await client.call_tool("ask", {"question": "Where is the offsite?"})
+        nothing = await client.call_tool("ask", {"question": "What is my wifi password?"})
+        bad = await client.call_tool("ask", {"question": ""})
+        hidden = await client.call_tool("answer", {"sentences": []})
+    assert not asked.is_error, _text(asked)
+    answer = asked.structured_content
+    assert answer["found"] is True and "Sintra" in answer["answer"]
+    (source,) = answer["sources"]
+    assert source["path"] == "projects/company-offsite.md" and "Sintra" in source["quote"]
+    assert nothing.structured_content == {"answer": "Nothing in your notes about that.",
+                                          "found": False, "sources": []}
+    assert bad.is_error and "question" in _text(bad)
+    assert hidden.is_error and "unknown tool 'answer'" in _text(hidden)
 
 
 async def _receipt(tmp_path: Path, entry_id: str) -> repositories.CaptureRow | None:
@@ -214,7 +238,7 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
             bad = await client.call_tool("list_entries", {"limit": "ten"})
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 15) == 0  # a clean stop on SIGTERM
-    assert {t.name for t in listed} == set(TOOLS)
+    assert {t.name for t in listed} == {n for n, t in TOOLS.items() if not t.internal} | {"ask"}
     assert not captured.is_error, _text(captured)
     path = captured.structured_content["path"]
     assert (tmp_path / "data" / "vaults" / "local" / path).is_file()

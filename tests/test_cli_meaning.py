@@ -63,3 +63,40 @@ def test_without_the_model_search_reindex_and_doctor_say_so(
     line = next(x for x in doctor.out.splitlines() if "Search by meaning" in x)
     assert line.startswith("FAIL") and "nowhere.onnx" in line
     assert "BRAIN_EMBEDDING_MODEL" in doctor.out
+    assert "search by meaning is off" in cli("search", "Sara").err
+
+
+REAL_VAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-vault"
+
+
+def test_a_note_added_is_found_by_meaning_with_no_reindex(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's example: nothing shares a word with the note, only its meaning."""
+    cli = BrainCLI(capsys, tmp_path, {"BRAIN_DATA_DIR": str(tmp_path / "data")})
+    added = cli("add", "Idea: a podcast about urban gardening", "--category", "ideas")
+    assert added.code == 0, added.err
+    found = cli("search", "growing", "vegetables", "in", "the", "city", "--json").json()
+    assert [e["name"] for e in found["entries"]] == ["Idea: a podcast about urban gardening"]
+    assert found["entries"][0]["signals"].get("meaning") == 1
+    asked = cli("ask", "--json", "any ideas about growing vegetables in the city?").json()
+    assert asked["found"] and asked["sources"][0]["path"] == found["entries"][0]["path"]
+
+
+@pytest.mark.skipif(not REAL_VAULT.is_dir(), reason="real vault not present")
+def test_a_vault_never_reindexed_is_searched_by_meaning_on_first_use(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real vault (read, never written), a fresh data directory, no `brain reindex`: the
+    first search gives the notes their vectors (saying so on stderr under --json) and finds
+    a paraphrase that shares no word with the note it means."""
+    before = {p: p.stat().st_mtime_ns for p in REAL_VAULT.rglob("*.md")}
+    cli = BrainCLI(capsys, tmp_path, {"BRAIN_DATA_DIR": str(tmp_path / "data")})
+    first = cli("search", "--vault", str(REAL_VAULT), "--json",
+                "this job can't begin until that other one is finished")
+    assert first.code == 0, first.err
+    assert "vectors for search by meaning" in first.err
+    names = [e["name"] for e in first.json()["entries"][:3]]
+    assert "Task Dependencies" in names
+    again = cli("search", "--vault", str(REAL_VAULT), "--json", "turn on more verbose "
+                "diagnostic messages")
+    assert "vectors" not in again.err  # once: the next search has them all
+    assert {p: p.stat().st_mtime_ns for p in REAL_VAULT.rglob("*.md")} == before

@@ -56,7 +56,24 @@ class ToolContext:
     # Ids derived from something that may have been filed before whatever the attempt (a
     # saved message: a crash between its note and its receipt): look before making a note.
     ids_may_exist: bool = False
+    # The notes tools returned in this turn (by id and by path -> {"id", "path", "name"}):
+    # only these may be cited by the model's answer.
+    returned: dict[str, dict[str, str]] = field(default_factory=dict)
     _ids_given: int = field(default=0, repr=False)
+
+    def saw(self, data: Any) -> None:
+        """Remember the notes a tool's result names (any object with a path and a name)."""
+        if isinstance(data, dict):
+            path, name = data.get("path"), data.get("name")
+            if isinstance(path, str) and isinstance(name, str):
+                note = {"id": str(data.get("id") or path), "path": path, "name": name}
+                self.returned.setdefault(note["id"], note)
+                self.returned.setdefault(path, note)
+            for value in data.values():
+                self.saw(value)
+        elif isinstance(data, list):
+            for item in data:
+                self.saw(item)
 
     def next_entry_id(self) -> str | None:
         """The id of this turn's next new note: derived from the job, or None (random)."""
@@ -124,6 +141,7 @@ class Tool:
     terminal: bool = False  # its result renders itself: capture, move
     read_only: bool = True  # safe to run concurrently with others
     repair: Repair | None = None
+    internal: bool = False  # the loop's own final step: not offered to MCP clients
 
 
 # Schema fragments reused by several tools; short descriptions keep the prompt small.

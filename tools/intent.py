@@ -64,14 +64,12 @@ _WHAT_LIST = re.compile(
     r"todos?|inbox|notes)|(?:what|which)\s+(projects?|people|ideas?|admin|tasks?|notes)\s+"
     r"do\s+i\s+have)$", re.I)
 _SEARCH = re.compile(
-    r"^(?:find|search(?:\s+for)?|look\s+up|lookup|where\s+is|where's|"
-    r"what\s+did\s+i\s+(?:note|write|say|save|jot\s+down)\s+about|"
+    r"^(?:find|search(?:\s+for)?|look\s+up|lookup|"
     r"do\s+i\s+have\s+(?:any(?:thing)?\s+)?(?:notes?\s+)?(?:on|about)|anything\s+(?:on|about))"
     r"\s+(.+)$", re.I)
-_QUESTION_LEAD = re.compile(
-    r"^(?:what|who|when|where|which|how|why)(?:'s|\s+is|\s+are|\s+was|\s+were|\s+did|\s+do|"
-    r"\s+does)?\s+(?:i\s+|we\s+)?(?:(?:have|know|note|noted|write|wrote|say|said)\s+)?"
-    r"(?:about\s+)?", re.I)
+# "what did I note about X": a question whose answer is in the notes, not a listing.
+_RECALL = re.compile(r"^what\s+did\s+(?:i|we)\s+(?:note|write|say|save|jot\s+down|decide|"
+                     r"agree|learn|hear)\b", re.I)
 # A proposal is a thought even when it ends with "?" (it asks the team, not the brain).
 _PROPOSAL = re.compile(
     r"^(?:could|should|shall|can)\s+we\b|^what\s+if\b|^how\s+about\b|^what\s+about\s+(?:a|an|"
@@ -129,9 +127,8 @@ def route(text: str, *, filed: str | None = None, today: date,
     decided = _command(asked) or _listing(asked.rstrip("?!. "))
     if decided is not None:
         return decided
-    if asked.endswith("?") and _ASKS.match(asked):
-        query = clean_query(_QUESTION_LEAD.sub("", asked.rstrip("?")))
-        return Route(tool="search_entries", arguments={"query": query})
+    if (asked.endswith("?") and _ASKS.match(asked)) or _RECALL.match(asked):
+        return Route(tool="ask_notes", arguments={"question": stripped})
     return _capture(stripped, today, similar)
 
 
@@ -171,8 +168,8 @@ def _command(text: str) -> Route | None:
     if match or plain.lower() in ("weekly review", "daily review"):
         kind = "weekly" if "week" in plain.lower() else "daily"
         return Route(tool="generate_digest", arguments={"type": kind})
-    if _PLATE.match(plain):
-        return Route(tool="generate_digest", arguments={"type": "daily"})
+    if _PLATE.match(plain):  # a due-date filter, answered from the notes
+        return Route(tool="ask_notes", arguments={"question": text})
     match = _SEARCH.match(text.rstrip("?"))
     if match and ":" not in text and len(text.split()) <= MAX_COMMAND_WORDS:
         return Route(tool="search_entries", arguments={"query": clean_query(match.group(1))})

@@ -15,6 +15,8 @@ from jsonschema.exceptions import ValidationError
 
 from storage.errors import Ambiguous, StorageError
 from tools import (
+    answer,
+    ask_notes,
     classify_and_capture,
     generate_digest,
     get_entry,
@@ -38,10 +40,12 @@ TOOLS: dict[str, Tool] = {
         list_entries.TOOL,
         get_entry.TOOL,
         search_entries.TOOL,
+        ask_notes.TOOL,
         update_entry.TOOL,
         move_entry.TOOL,
         generate_digest.TOOL,
         list_backlinks.TOOL,
+        answer.TOOL,
     )
 }
 _VALIDATORS: dict[str, Draft202012Validator] = {
@@ -250,6 +254,8 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
         else:
             try:
                 output = await tool.run(ctx, args)
+                if tool.read_only:
+                    ctx.saw(output.data)
                 if dropped:
                     output = _with_dropped(output, dropped)
             except StorageError as exc:

@@ -118,3 +118,43 @@ def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
         return 130
     finally:
         gc.set_threshold(*before)  # as it was: tests run many verbs in one process
+
+
+# Vectors a verb gives notes that lack them before it searches by meaning, and after a write:
+# a first search of a vault nobody reindexed embeds it (resumably) instead of silently
+# searching by words alone; a note written from the CLI is found by meaning next time.
+SEARCH_EMBED_SECONDS = 60.0  # a first search of a few hundred notes embeds them all
+WRITE_EMBED_SECONDS = 3.0
+
+
+async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
+    """Before a search by meaning: give the vault's notes without vectors theirs (newest
+    first, for up to SEARCH_EMBED_SECONDS; the rest next time), saying so on stderr."""
+    from bot.commands.progress import ProgressLine
+
+    line = ProgressLine(sys.stderr, label="vectors for search by meaning", quiet=quiet)
+    told = False
+
+    def progress(done: int, total: int, seconds: float) -> None:
+        nonlocal told
+        if total and not told and not line.live:
+            print(f"brain: giving {total:,} note(s) vectors for search by meaning "
+                  "(once; resumable)", file=sys.stderr)
+            told = True
+        line.update(done, total, seconds)
+
+    stats = await opened.brain.keeper.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
+                                                progress=progress)
+    line.done()
+    if stats is None:
+        print(f"brain: search by meaning is off ({opened.store.meaning.why}); searching by "
+              "words and names only", file=sys.stderr)
+    elif stats.pending:
+        print(f"brain: {stats.pending:,} note(s) still have no vectors, so search by meaning "
+              "does not see them yet; each search gives more of them theirs, or `brain "
+              "reindex` gives all of them at once", file=sys.stderr)
+
+
+async def embed_written(opened: Opened) -> None:
+    """After a write: the notes just written (the newest) get their vectors."""
+    await opened.brain.keeper.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)

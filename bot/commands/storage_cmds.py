@@ -15,7 +15,16 @@ import textwrap
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from bot.commands.common import Opened, add_common, fail, open_brain, print_json, run
+from bot.commands.common import (
+    Opened,
+    add_common,
+    embed_written,
+    fail,
+    meaning_ready,
+    open_brain,
+    print_json,
+    run,
+)
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -148,11 +157,19 @@ def print_entry_list(result: EntryList) -> None:
 def _verb(args: argparse.Namespace, op: Callable[[Opened], Awaitable[Any]],
           show: Callable[[Any], None],
           as_json: Callable[[Any], Any] = lambda result: result.to_dict(), *,
-          meaning: bool = False, threads: int = 1) -> int:
-    """Open the store, run one operation, print the result as text or JSON."""
+          meaning: bool = False, threads: int = 1, writes: bool = False,
+          searches: bool = False) -> int:
+    """Open the store, run one operation, print the result as text or JSON. A verb that
+    `searches` by meaning first gives notes without vectors theirs; one that `writes` gives
+    the note it wrote its vectors after."""
     async def go() -> int:
-        async with open_brain(args, meaning=meaning, threads=threads) as opened:
+        async with open_brain(args, meaning=meaning or writes or searches,
+                              threads=threads) as opened:
+            if searches:
+                await meaning_ready(opened, quiet=args.json)
             result = await op(opened)
+            if writes:
+                await embed_written(opened)
         if args.json:
             print_json(as_json(result))
         else:
@@ -168,7 +185,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         return fail("nothing to add: TEXT is empty")
     name = (args.name or "").strip() or title_from_text(text)
     return _verb(args, lambda v: v.store.create(args.category, name, {"source": "cli"}, text),
-                 lambda entry: print_entry(entry, body=False))
+                 lambda entry: print_entry(entry, body=False), writes=True)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -182,7 +199,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return fail("nothing to search for: QUERY is empty")
     return _verb(args, lambda v: v.store.search(query, category=args.category,
                                                 limit=args.limit), print_entry_list,
-                 meaning=True)
+                 searches=True)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -197,7 +214,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if not changes and args.append is None:
         return fail("nothing to update: give key=value pairs and/or --append TEXT")
     return _verb(args, lambda v: v.store.update(args.ref, changes, append_body=args.append),
-                 print_entry)
+                 print_entry, writes=True)
 
 
 def _print_move(result: MoveResult) -> None:

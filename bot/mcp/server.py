@@ -1,8 +1,10 @@
 """The MCP server: our tool registry, listed and called through the Brain.
 
 The low-level server, not `MCPServer`: the JSON schemas the model gets are the input schemas
-MCP clients get, and every call goes through `Brain.call_tool` (the registry's `execute`), so
+MCP clients get, and every call goes through `brain.tools.call` (the registry's `execute`), so
 a client sees the same validation messages and error results as the model, byte for byte.
+Beside them, `ask` answers a question with checked sources (`brain.answers`, as `brain ask`);
+the loop's own final step (`answer`) is not offered.
 """
 
 from __future__ import annotations
@@ -32,11 +34,38 @@ def _title(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
+ASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 1000}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
+ASK_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string"}, "found": {"type": "boolean"},
+        "sources": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "string"}, "path": {"type": "string"}, "name": {"type": "string"},
+            "quote": {"type": "string"}}, "required": ["id", "path", "name", "quote"]}},
+    },
+    "required": ["answer", "found", "sources"],
+}
+ASK = types.Tool(
+    name="ask", title="Ask",
+    description="Answer a question from the notes; every source is a note of this vault with "
+                "the quote that backs the answer, or found is false.",
+    input_schema=ASK_SCHEMA, output_schema=ASK_OUTPUT,
+    annotations=types.ToolAnnotations(title="Ask", read_only_hint=True,
+                                      open_world_hint=False))
+
+
 def tool_list() -> list[types.Tool]:
     """Every tool with its schema as the model sees it, and hints for the client's UI."""
     out: list[types.Tool] = []
     for spec in tool_specs():
         tool = TOOLS[spec["name"]]
+        if tool.internal:
+            continue
         annotations = types.ToolAnnotations(
             title=_title(tool.name),
             read_only_hint=tool.read_only,
@@ -46,6 +75,7 @@ def tool_list() -> list[types.Tool]:
         out.append(types.Tool(name=spec["name"], title=_title(tool.name),
                               description=spec["description"],
                               input_schema=spec["parameters"], annotations=annotations))
+    out.append(ASK)
     return out
 
 
@@ -75,7 +105,15 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == ASK.name:
+            return await _ask(brain, user_id, params.arguments)
         tool = TOOLS.get(params.name)
+        if tool is not None and tool.internal:  # not offered, so not there for a client
+            offered = ", ".join(t.name for t in tools)
+            text = json.dumps({"ok": False, "error": {
+                "code": "unknown_tool",
+                "message": f"unknown tool {params.name!r}; valid tools: {offered}"}})
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         if tool is not None and not tool.read_only:
             async with writes:
                 execution = await brain.tools.call(user_id=user_id, name=params.name,
@@ -87,3 +125,13 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
 
     return Server(SERVER_NAME, version=version, title="Second Brain",
                   instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _ask(brain: Brain, user_id: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    question = (arguments or {}).get("question")
+    if not isinstance(question, str) or not question.strip() or len(question) > 1000:
+        text = "ask needs a question: a string of 1 to 1000 characters"
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    answer = await brain.answers.ask(user_id=user_id, question=question.strip(), source="mcp")
+    return types.CallToolResult(content=[types.TextContent(text=json.dumps(answer))],
+                                structured_content=answer, is_error=False)

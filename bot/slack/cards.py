@@ -19,6 +19,7 @@ from slack_sdk.models.blocks import (
     ContextBlock,
     MarkdownBlock,
     MarkdownTextObject,
+    PlainTextObject,
     SectionBlock,
 )
 
@@ -38,6 +39,8 @@ from storage.types import FILED_CATEGORIES
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
+OPEN_NOTE_ACTION = "open_note"  # a source's button (+ ":<n>": unique in one message)
+MAX_SOURCES = 5  # notes with a button under one answer
 
 # Fields worth showing on a filed-note card, in display order.
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
@@ -284,7 +287,36 @@ def output_blocks(kind: str, data: dict[str, Any]) -> list[Block]:
         return entry_blocks(data)
     if kind == "backlinks":
         return backlinks_blocks(data)
+    if kind == "answer":
+        return answer_blocks(data)
     return []
+
+
+def answer_blocks(data: dict[str, Any]) -> list[Block]:
+    """The answer card: text, then per source note its quote(s) and an Open button; when
+    nothing was found, the closest notes with their buttons."""
+    blocks: list[Block] = [section(escape(str(data.get("answer") or "")))]
+    notes: dict[str, dict[str, Any]] = {}
+    for source in data.get("sources") or []:
+        note = notes.setdefault(str(source.get("path")), {**source, "quotes": []})
+        note["quotes"].append(str(source.get("quote") or ""))
+    heading = "Sources" if notes else "Closest notes"
+    listed = list(notes.values()) or [dict(n, quotes=[]) for n in data.get("closest") or []]
+    if not listed:
+        return blocks
+    blocks.append(context(f"*{heading}*"))
+    buttons = []
+    for n, note in enumerate(listed[:MAX_SOURCES]):
+        quotes = " · ".join(f"“{escape(clip(q, 200))}”" for q in note["quotes"])
+        line = f"*{escape(str(note.get('name')))}* ({escape(str(note.get('path')))})"
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(
+            text=clip(f"[{n + 1}] {line}" + (f": {quotes}" if quotes else ""), 3000))]))
+        buttons.append(ButtonElement(
+            text=PlainTextObject(text=clip(f"[{n + 1}] Open {note.get('name')}", 75)),
+            action_id=f"{OPEN_NOTE_ACTION}:{n}",
+            value=clip(str(note.get("id") or note.get("path")), 2000)))
+    blocks.append(ActionsBlock(elements=buttons))
+    return blocks
 
 
 def turn_message(result: Any) -> SlackMessage:

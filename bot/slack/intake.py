@@ -115,6 +115,16 @@ def button_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
                    payload={"press": press})
 
 
+def open_note_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
+    """A source button under an answer: open that note, from the presser's own vault, in a
+    modal (`trigger_id` lets the job open it; Slack honours it for 3 seconds)."""
+    spec = button_spec(body, action)
+    trigger = str(body.get("trigger_id") or "")
+    _need({"trigger_id": trigger, "value": action.get("value")}, "trigger_id", "value")
+    return JobSpec(key=spec.key, kind=JobKind.OPEN_NOTE, user=spec.user,
+                   lane=f"open:{spec.user}", payload={**spec.payload, "trigger_id": trigger})
+
+
 def home_action_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:
     """A button or a select on the App Home: acts for the person whose Home it is."""
     user = (body.get("user") or {}).get("id") or ""

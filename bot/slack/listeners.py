@@ -25,7 +25,7 @@ from bot.accounts import Accounts
 from bot.digest import parse_digest_request
 from bot.jobs import JobKind
 from bot.slack import assistant
-from bot.slack.cards import MOVE_ACTION_PREFIX, UNDO_ACTION
+from bot.slack.cards import MOVE_ACTION_PREFIX, OPEN_NOTE_ACTION, UNDO_ACTION
 from bot.slack.home_view import HOME_PREFIX
 from bot.slack.intake import (
     USER_SUBTYPES,
@@ -37,6 +37,7 @@ from bot.slack.intake import (
     home_action_spec,
     home_spec,
     is_from_a_bot,
+    open_note_spec,
     reaction_spec,
     save_spec,
     strip_mentions,
@@ -97,6 +98,11 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             await take(lambda: home_action_spec(body, action), "App Home button")
         else:
             await take(lambda: button_spec(body, action), "button press")
+        await ack()
+
+    @app.action(re.compile(rf"^{re.escape(OPEN_NOTE_ACTION)}(?::\d+)?$"))
+    async def on_open_note(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await take(lambda: open_note_spec(body, action), "source button")
         await ack()
 
     app.action(re.compile(rf"^{re.escape(MOVE_ACTION_PREFIX)}"))(on_button)

@@ -18,6 +18,7 @@ from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, web
+from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
@@ -41,7 +42,8 @@ class SlackWork:
     def handlers(self) -> dict[str, Handler]:
         return owner_only(self.settings.owner, self.client, {
             JobKind.TURN: self.turn, JobKind.BUTTON: self.button, JobKind.DIGEST: self.digest,
-            JobKind.THREAD_STARTED: self.thread_started, **self.saves.handlers(),
+            JobKind.THREAD_STARTED: self.thread_started, JobKind.OPEN_NOTE: self.open_note,
+            **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
 
     # -- a message -------------------------------------------------------------------------
@@ -88,6 +90,32 @@ class SlackWork:
             if not web.permanent(exc):
                 raise
         await job.remember(prompted=True)
+
+    # -- a source under an answer: the note in a modal -----------------------------------------
+
+    async def open_note(self, job: JobContext) -> None:
+        """Open the note in a modal, from the presser's own vault only (someone else in the
+        thread pressing it opens nothing of the asker's)."""
+        if job.result.get("opened"):
+            return
+        p = job.job.payload
+        press = p["press"]
+        try:
+            entry = await self.brain.store_for(press["user"]).get(press["value"])
+        except StorageError as exc:
+            await self._tell(press, f"I can't open that note: {exc.message}")
+            await job.remember(opened=True)
+            return
+        try:
+            await self.client.views_open(trigger_id=p["trigger_id"], view=note_view(entry))
+        except SlackClientError as exc:
+            code = web.error_code(exc)
+            log.warning("views.open for %s failed: %s", press["user"], code)
+            if not web.permanent(exc):
+                raise
+            await self._tell(press, f"Slack would not open the note ({code}); it is "
+                                    f"{entry.path} in your vault.")
+        await job.remember(opened=True)
 
     # -- a button on a card ------------------------------------------------------------------
 
@@ -217,7 +245,7 @@ class SlackWork:
             await self.saves.give_up(job, msg)
         elif job.job.kind == JobKind.DIGEST:
             await web.respond(p["response_url"], msg)
-        elif job.job.kind in (JobKind.BUTTON, JobKind.REMINDER_BUTTON):
+        elif job.job.kind in (JobKind.BUTTON, JobKind.REMINDER_BUTTON, JobKind.OPEN_NOTE):
             press = p["press"]
             await web.ephemeral(self.client, press["channel"], press["user"], msg.text,
                                 press.get("thread_ts"))

@@ -248,6 +248,30 @@ class SearchIndex:
                                       params)
         return EntryList(await self._summaries(session, nids), int(total.scalar() or 0))
 
+    async def due(self, session: AsyncSession, *, after: str | None, until: str | None,
+                  category: str | None = None, status: str | None = None,
+                  open_only: bool = True, limit: int = 10) -> EntryList:
+        """Notes due in [after, until] (ISO days compared on `due_date`'s first ten
+        characters; either end may be open), soonest first; with `open_only`, not done."""
+        limit = max(0, min(int(limit), MAX_LIMIT))
+        params: dict[str, Any] = {"v": self.key, "k": limit}
+        where = "n.vault = :v AND n.due_date IS NOT NULL" + _filters(category, status, params)
+        if after is not None:
+            where += " AND substr(n.due_date, 1, 10) >= :after"
+            params["after"] = after
+        if until is not None:
+            where += " AND substr(n.due_date, 1, 10) <= :until"
+            params["until"] = until
+        if open_only:
+            where += " AND (n.status IS NULL OR n.status <> 'done')"
+        result = await session.execute(text(
+            f"SELECT n.nid FROM index_notes n WHERE {where} "
+            f"ORDER BY substr(n.due_date, 1, 10), n.path LIMIT :k"), params)
+        nids = [r[0] for r in result]
+        total = await session.execute(text(f"SELECT count(*) FROM index_notes n WHERE {where}"),
+                                      params)
+        return EntryList(await self._summaries(session, nids), int(total.scalar() or 0))
+
     async def lookup(self, session: AsyncSession, ref: str) -> builtins.list[EntrySummary]:
         """Every note `ref` names exactly: id, path (.md optional), name or file stem."""
         ref = clean_text(ref).strip() if isinstance(ref, str) else ""

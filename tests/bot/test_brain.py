@@ -137,7 +137,9 @@ async def test_turn_is_stored_whole_with_usage(scripted) -> None:
     await brain.turns.handle(conversation_key="cli:t:5", user_id="u1", text="list my notes")
     async with brain.core.db.session() as s:
         turn = (await repositories.turns_for_log(s, None, limit=1))[0]
-    assert turn.llm_calls == 2 and turn.input_tokens == 150 and turn.reply_text == "Nothing yet."
+    # Prose about notes is only shown cited; the list returned none, so nothing was found.
+    assert turn.llm_calls == 2 and turn.input_tokens == 150
+    assert turn.reply_text == "I could not find that in your notes."
     turns = await _messages(brain, "cli:t:5")
     assert [m.role for m in turns[-1]] == ["user", "assistant", "tool", "assistant"]
     assert json.loads(turns[-1][2].tool_results[0]["content"])["ok"] is True

@@ -207,6 +207,16 @@ class FakeSlack:
                 return {"ok": False, "error": "invalid_arguments"}
             self.homes[str(body.get("user_id"))] = view
             return {"ok": True, "view": {"id": "V0SBHOME1", **view}}
+        if method == "views.open":  # a modal: a trigger, a title of 1-24 characters, blocks
+            view = body.get("view")
+            view = json.loads(view) if isinstance(view, str) else view
+            title = ((view or {}).get("title") or {}).get("text") or ""
+            if not body.get("trigger_id"):
+                return {"ok": False, "error": "invalid_trigger_id"}
+            if not isinstance(view, dict) or view.get("type") != "modal" \
+                    or not 0 < len(title) <= 24 or not 0 < len(view.get("blocks") or []) <= 100:
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True, "view": {"id": "V0SBMODAL", **view}}
         if method == "chat.update":
             return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
                     "text": body.get("text")}

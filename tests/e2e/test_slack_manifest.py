@@ -22,6 +22,7 @@ METHOD_SCOPES: dict[str, str | None] = {
     "chat_update": "chat:write",
     "chat_postEphemeral": "chat:write",
     "views_publish": None,  # the App Home
+    "views_open": None,  # a source of an answer, opened in a modal
     "assistant_threads_setStatus": "chat:write",  # "is thinking…" while a turn runs
     "assistant_threads_setSuggestedPrompts": "assistant:write",
     "auth_test": None,

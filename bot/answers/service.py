@@ -1,0 +1,76 @@
+"""`brain.answers`: one question answered from one person's notes, for `brain ask` and the MCP
+`ask` tool (a question in Slack or `brain chat` is a turn, which reaches the same tools).
+
+With a model: the model searches (as often as it likes, in its own words), then answers
+through the `answer` tool, whose citations are checked (tools/answers/cite.py); prose without
+citations goes through the constrained final step (bot/answers/final.py). Without one: the
+extractive answer (tools/ask_notes.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.answers.final import cite_prose
+from bot.core import Core
+from bot.llm.types import ToolCall, ToolSpec
+from bot.loop import run_turn
+from bot.tool_calls import ToolCalls
+from tools.answers.model import NOT_FOUND_WITH_MODEL
+from tools.registry import TOOLS, Execution, execute
+
+READ_TOOLS = ("search_entries", "list_entries", "get_entry", "ask_notes", "list_backlinks")
+SYSTEM = """You answer one question from the user's own notes (markdown files in categories
+people, projects, ideas, admin, inbox). Search first (search_entries; reword and search again
+if nothing fits), read what you need (get_entry), then call answer: each sentence with the id
+of a note the tools returned and a short quote copied exactly from it. Say only what the notes
+say. Today is {today}."""
+MAX_ITERATIONS = 6
+
+
+class Answers:
+    def __init__(self, core: Core, tools: ToolCalls) -> None:
+        self.core = core
+        self.tools = tools
+
+    async def ask(self, *, user_id: str, question: str, source: str = "cli") -> dict[str, Any]:
+        """{"answer", "found", "sources": [{"id", "path", "name", "quote"}], ...}."""
+        if self.core.offline:
+            execution = await self.tools.call(user_id=user_id, name="ask_notes",
+                                              arguments={"question": question}, source=source)
+        else:
+            execution = await self._with_model(user_id, question, source)
+        if execution.output is None:
+            message = (execution.error or {}).get("message", "the question could not be read")
+            raise ValueError(message)
+        data = dict(execution.output.data)
+        data.pop("question", None)
+        return data
+
+    async def _with_model(self, user_id: str, question: str, source: str) -> Execution:
+        ctx = self.tools.context(user_id, source=source, message=question)
+        specs = [ToolSpec(TOOLS[n].name, TOOLS[n].description, TOOLS[n].parameters)
+                 for n in (*READ_TOOLS, "answer")]
+        system = SYSTEM.format(today=self.core.today().isoformat())
+        calls = 0
+
+        async def run_call(call: ToolCall) -> Execution:
+            nonlocal calls
+            calls += 1
+            return await execute(ctx, f"ask_{calls}", call.name, call.arguments,
+                                 call.parse_error)
+
+        outcome = await run_turn(self.core.provider, system=system, history=[],
+                                 user_text=question, tools=specs, execute=run_call,
+                                 max_iterations=MAX_ITERATIONS, terminal={"answer"},
+                                 parallel=READ_TOOLS)
+        done = [e for e in outcome.executions if e.tool == "answer" and e.output is not None]
+        if not done and outcome.text.strip():
+            await cite_prose(self.core.provider, system=system, history=[], outcome=outcome,
+                             execute=run_call)
+            done = [e for e in outcome.executions if e.tool == "answer" and e.output]
+        if done:
+            return done[-1]
+        return await execute(ctx, "ask_none", "answer", {
+            "question": question, "sentences": [{"text": NOT_FOUND_WITH_MODEL,
+                                                 "citations": []}]})

@@ -1,0 +1,48 @@
+"""`brain ask QUESTION`: an answer from your notes, each claim with the note it came from.
+
+With a model configured, the model searches and answers, and its citations are checked
+against the notes; without one, the sentences that answer the question are quoted from the
+best notes. `--json` prints {"answer", "found", "sources": [{"id", "path", "name", "quote"}]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bot.commands.common import add_common, fail, meaning_ready, open_brain, print_json, run
+
+
+def register(sub: Any) -> None:  # argparse subparsers
+    p = sub.add_parser("ask", help="answer a question from your notes, with its sources",
+                       description=__doc__)
+    p.add_argument("question", nargs="+", metavar="QUESTION")
+    add_common(p)
+    p.set_defaults(handler=cmd_ask)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    question = " ".join(args.question).strip()
+    if not question:
+        return fail("nothing to ask: QUESTION is empty")
+
+    async def go() -> int:
+        async with open_brain(args, meaning=True) as opened:
+            await meaning_ready(opened, quiet=args.json)
+            answer = await opened.brain.answers.ask(user_id=opened.user, question=question)
+        if args.json:
+            print_json(answer)
+        else:
+            print_answer(answer)
+        return 0
+
+    return run(go)
+
+
+def print_answer(answer: dict[str, Any]) -> None:
+    print(answer["answer"])
+    notes = list({s["path"]: s for s in answer.get("sources") or []}.values())
+    if notes:
+        print("\nSources:")
+        for n, source in enumerate(notes, start=1):
+            print(f"  [{n}] {source['name']} ({source['path']})")
