@@ -97,6 +97,8 @@ class Accounts:
         """Erase the person's vault and every row of theirs. Not undoable."""
         store = self.core.store_for(user_id)
         root = Path(store.vault.root)
+        if self.core.vault_override is None:
+            self.core.check_vault_folder(user_id)  # again, right before anything is deleted
         files = _vault_files(root)
         for child in list(root.iterdir()) if root.is_dir() else []:
             if child.is_dir() and not child.is_symlink():

@@ -101,7 +101,7 @@ class MoveResult:
     entry: Entry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"oldPath": self.old_path, "newPath": self.new_path, "category": self.category,
+        return {"old_path": self.old_path, "new_path": self.new_path, "category": self.category,
                 "id": self.entry.id, "name": self.entry.name}
 
 

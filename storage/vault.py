@@ -181,6 +181,25 @@ class Vault:
         text = path.read_bytes().decode("utf-8", errors="replace")
         return self._entry(self.relpath(path), parse_note(text))
 
+    def broken_notes(self) -> list[tuple[str, str]]:
+        """(rel, why) of every note whose frontmatter is not read (broken YAML, aliases, too
+        big or deep) or that is not UTF-8 text: such notes are indexed as text (`brain doctor`)."""
+        found = []
+        for rel, _mtime, _size in self.scan():
+            try:
+                data = (self.root / rel).read_bytes()
+            except OSError:
+                continue  # gone since the scan
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                found.append((rel, "not UTF-8 text"))
+                continue
+            error = parse_note(text).frontmatter_error
+            if error is not None:
+                found.append((rel, error))
+        return sorted(found)
+
     def _read_strict(self, path: Path) -> str:
         try:
             return path.read_bytes().decode("utf-8")
@@ -237,7 +256,7 @@ class Vault:
         text = self._read_strict(path)
         parsed = parse_note(text)
         if parsed.frontmatter_error is not None:
-            raise InvalidValue(f"{self.relpath(path)} has frontmatter that is not valid YAML "
+            raise InvalidValue(f"{self.relpath(path)} has frontmatter that cannot be read "
                                f"({parsed.frontmatter_error}); fix it by hand first")
         current = self._entry(self.relpath(path), parsed)
         for key in _PROTECTED:

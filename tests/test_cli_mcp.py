@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
 from bot.config import Settings
@@ -115,8 +117,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_entries", {"query": 5, "limit": 0}),
     ("classify_and_capture", {"text": 7, "hints": {"confidence": 2, "colour": "red"}}),
     ("get_entry", {"path": "no such note"}),
-    ("move_entry", {"path": "../../etc/passwd", "targetCategory": "ideas"}),
-    ("forget_everything", {}),
+    ("move_entry", {"path": "../../etc/passwd", "target_category": "ideas"}),
 ]
 
 
@@ -128,7 +129,18 @@ async def test_bad_calls_get_exactly_the_error_the_model_gets(tmp_path: Path) ->
             assert result.is_error, name
             assert _text(result) == expected
     assert "limit: 0 is less than the minimum of 1" in seen_by_model[0]
-    assert "unknown tool 'forget_everything'" in seen_by_model[-1]
+
+
+async def test_an_unknown_tool_is_the_protocol_error_the_spec_names(tmp_path: Path) -> None:
+    """MCP: "Unknown tools" are a JSON-RPC error -32602, not a tool result (a model, which
+    can correct itself, still gets an error result: tests/tools/test_registry.py)."""
+    async with stdio(tmp_path) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("forget_everything", {})
+        listed = await client.list_tools()  # the session goes on
+    assert raised.value.code == INVALID_PARAMS == -32602
+    assert raised.value.message == "Unknown tool: forget_everything"
+    assert "forget_everything" not in {t.name for t in listed.tools}
 
 
 async def _model_sees(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:

@@ -93,15 +93,15 @@ def test_add_list_search_show_update_move_backlinks_round_trip(
     assert updated["id"] == added["id"]
 
     moved = brain("move", added["id"], "admin", "--json").json()
-    assert set(moved) >= {"oldPath", "newPath", "category"}
-    assert moved["oldPath"] == added["path"] and moved["category"] == "admin"
-    assert moved["newPath"].startswith("admin/")
+    assert set(moved) >= {"old_path", "new_path", "category"}
+    assert moved["old_path"] == added["path"] and moved["category"] == "admin"
+    assert moved["new_path"].startswith("admin/")
     assert not (vault / added["path"]).exists()
-    moved_text = (vault / moved["newPath"]).read_text(encoding="utf-8")
+    moved_text = (vault / moved["new_path"]).read_text(encoding="utf-8")
     assert added["id"] in moved_text and "Finance replied." in moved_text
 
     links = brain("backlinks", added["id"], "--json").json()
-    assert links["target"] == moved["newPath"]
+    assert links["target"] == moved["new_path"]
     assert links["total"] == 1 == len(links["backlinks"])
     assert links["backlinks"][0]["path"] == linker_path[1]
     assert f"[[{stem}|the Q3 budget]]" in links["backlinks"][0]["context"]

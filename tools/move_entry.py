@@ -13,9 +13,9 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": REF_SCHEMA,
-        "targetCategory": {"type": "string", "enum": CATEGORY_ENUM},
+        "target_category": {"type": "string", "enum": CATEGORY_ENUM},
     },
-    "required": ["path", "targetCategory"],
+    "required": ["path", "target_category"],
     "additionalProperties": False,
 }
 
@@ -36,7 +36,7 @@ async def move_note(store: Store, receipts: Receipts, ref: str, category: str) -
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    target: str = args["targetCategory"]
+    target: str = args["target_category"]
     result = await move_note(ctx.store, ctx.receipts, args["path"], target)
     data = result.to_dict()
     data["name"] = result.entry.name

@@ -29,6 +29,17 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def port_number(text: str) -> int:
+    """A TCP port for --port (argparse type): 1-65535, else a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, got {value}")
+    return value
+
+
 def vault_path(settings: Settings, args: argparse.Namespace) -> Path:
     if getattr(args, "vault", None) is not None:
         return Path(args.vault)

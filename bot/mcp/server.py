@@ -1,8 +1,9 @@
 """The MCP server: our tool registry, listed and called through the Brain.
 
 The low-level server, not `MCPServer`: the JSON schemas the model gets are the input schemas
-MCP clients get, and every call goes through `Brain.call_tool` (the registry's `execute`), so
-a client sees the same validation messages and error results as the model, byte for byte.
+MCP clients get, and every call goes through `brain.tools.call` (the registry's `execute`), so
+a client sees the same validation messages and error results as the model, byte for byte;
+an unknown tool is the protocol error the MCP spec names (-32602, Invalid params).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 from mcp import types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
 from tools.registry import TOOLS, Execution, tool_specs
@@ -76,7 +79,9 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = TOOLS.get(params.name)
-        if tool is not None and not tool.read_only:
+        if tool is None:  # the spec's protocol error for an unknown tool, not a tool result
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if not tool.read_only:
             async with writes:
                 execution = await brain.tools.call(user_id=user_id, name=params.name,
                                                   arguments=params.arguments)
