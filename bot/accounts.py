@@ -57,6 +57,15 @@ class Accounts:
     def _vault(self, user_id: str) -> Path:
         return Path(self.core.store_for(user_id).vault.root)
 
+    async def holds(self, user_id: str) -> bool:
+        """Is anything of this person here: their vault folder, or rows of theirs? (Asked
+        before an export or forget, so a mistyped id is said to be unknown, and no empty
+        vault is made for it.)"""
+        if self.core.settings.vault_for(user_id).exists():
+            return True
+        async with self.core.db.session() as s:
+            return await user_data.holds_any(s, user_id)
+
     async def footprint(self, user_id: str) -> Footprint:
         root = self._vault(user_id)
         async with self.core.db.session() as s:

@@ -40,8 +40,9 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     result = await move_note(ctx.store, ctx.receipts, args["path"], target)
     data = result.to_dict()
     data["name"] = result.entry.name
-    return ToolOutput(kind="move", data=data,
-                      text=f"Moved {result.entry.name} to {target} ({result.new_path})")
+    text = (f"Moved {result.entry.name} to {target} ({result.new_path})" if result.changed
+            else f"{result.entry.name} is already in {target} ({result.new_path}); nothing moved")
+    return ToolOutput(kind="move", data=data, text=text)
 
 
 TOOL = Tool(name="move_entry", description=DESCRIPTION, parameters=SCHEMA, run=run,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.commands.common import port_number, run, user_id
+from bot.commands.common import check_vault, port_number, run, user_id
 
 DEFAULT_PORT = 8765
 
@@ -26,6 +26,9 @@ def register(sub: Any) -> None:
     p.add_argument("--vault", metavar="DIR", type=Path, help="use DIR as the vault, as it is")
     p.add_argument("--user", metavar="ID",
                    help="act for this user (default: BRAIN_OWNER, else 'local')")
+    p.add_argument("--create", action="store_true",
+                   help="start an empty vault if the --vault DIR or the --user's vault does not "
+                        "exist yet")
     p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1",
                    help="with --http: address to listen on (default 127.0.0.1)")
@@ -48,6 +51,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     user = user_id(settings, args)
 
     async def go() -> int:
+        check_vault(settings, args)
         if args.http:
             await serve_http(settings, user_id=user, vault=args.vault, host=args.host,
                              port=args.port)
