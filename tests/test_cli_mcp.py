@@ -232,3 +232,23 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     assert (tmp_path / "data" / "vaults" / "local" / path).is_file()
     assert path in [e["path"] for e in found.structured_content["entries"]]
     assert bad.is_error and "limit: 'ten' is not of type 'integer'" in _text(bad)
+
+
+async def test_update_entry_reads_dates_as_a_capture_does(tmp_path: Path) -> None:
+    """"tomorrow" becomes its day; "2026-13-45" is refused and the note stays as it was (it
+    was stored, and digests and reminders then skipped the note)."""
+    async with stdio(tmp_path) as client:
+        made = await client.call_tool("classify_and_capture",
+                                      {"text": "Project: website relaunch with the agency"})
+        ref = made.structured_content["id"]
+        good = await client.call_tool("update_entry", {"path": ref,
+                                                       "updates": {"due_date": "tomorrow"}})
+        path = tmp_path / "data" / "vaults" / "local" / made.structured_content["path"]
+        before = path.read_bytes()
+        bad = await client.call_tool("update_entry", {"path": ref,
+                                                      "updates": {"due_date": "2026-13-45"}})
+    assert not good.is_error, _text(good)
+    due = good.structured_content["due_date"]
+    assert len(due) == 10 and due[4] == "-" and due[7] == "-"
+    assert bad.is_error and "due_date: '2026-13-45' is not a date" in _text(bad)
+    assert path.read_bytes() == before

@@ -58,7 +58,10 @@ async def _known(brain: Brain, user: str) -> None:
 
 async def _export(args: argparse.Namespace) -> int:
     from bot.brain import Brain
+    from bot.core import USER_ID
 
+    if not USER_ID.match(args.user):  # before it names a file
+        return fail(f"not a valid user id: {args.user!r}", EXIT_USAGE)
     out = args.out or Path(f"brain-export-{args.user}-{datetime.now(UTC):%Y%m%d}.zip")
     if out.is_dir():
         return fail(f"--out {out} is a folder; name the zip file to write", EXIT_USAGE)
