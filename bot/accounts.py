@@ -61,7 +61,8 @@ class Accounts:
         """Is anything of this person here: their vault folder, or rows of theirs? (Asked
         before an export or forget, so a mistyped id is said to be unknown, and no empty
         vault is made for it.)"""
-        if self.core.settings.vault_for(user_id).exists():
+        folder = self.core.settings.vault_for(user_id)
+        if folder.exists() or folder.is_symlink():  # a link is refused later, by name
             return True
         async with self.core.db.session() as s:
             return await user_data.holds_any(s, user_id)
