@@ -63,12 +63,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (vault / "ideas" / "lol.md").write_text(HOSTILE["alias-bomb"])
     (vault / "ideas" / "deep.md").write_text(HOSTILE["deep-flow"])
     (vault / "ideas" / "broken.md").write_text("---\nname: [unclosed\n---\nbroken but readable\n")
-    with (vault / "people" / "huge.md").open("w") as f:  # 20 MB, one word at the very end
-        f.write("---\nname: Huge\n---\n")
+    with (vault / "people" / "huge.md").open("w") as f:  # 20 MB
+        # (PostgreSQL's word index holds a body's first 100,000 characters: migration 0004)
+        f.write(f"---\nname: Huge\n---\nIt starts with {HUGE_WORD}.\n")
         line = "a long line of a very long note that someone pasted in whole. " * 8 + "\n"
         for _ in range(20 * 1024 * 1024 // len(line)):
             f.write(line)
-        f.write(f"the end: {HUGE_WORD}\n")
     (vault / "admin" / "photo.md").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 400)
     # symlinks inside the vault that point out of it
     (tmp / "secret.txt").write_text(f"---\nname: Secret\n---\n{SECRET}\n")
