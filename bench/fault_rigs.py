@@ -143,7 +143,7 @@ def _args(rng: random.Random, tool: str, refs: list[str]) -> Any:
                                                      "name", "mood"]): _value(rng, 1)},
                 "append": _text(rng)}
     if tool == "move_entry":
-        return {"path": ref, "targetCategory": _value(rng)}
+        return {"path": ref, "target_category": _value(rng)}
     if tool in ("get_entry", "list_backlinks"):
         return {"path": ref}
     if tool == "search_entries":

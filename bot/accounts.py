@@ -57,6 +57,16 @@ class Accounts:
     def _vault(self, user_id: str) -> Path:
         return Path(self.core.store_for(user_id).vault.root)
 
+    async def holds(self, user_id: str) -> bool:
+        """Is anything of this person here: their vault folder, or rows of theirs? (Asked
+        before an export or forget, so a mistyped id is said to be unknown, and no empty
+        vault is made for it.)"""
+        folder = self.core.settings.vault_for(user_id)
+        if folder.exists() or folder.is_symlink():  # a link is refused later, by name
+            return True
+        async with self.core.db.session() as s:
+            return await user_data.holds_any(s, user_id)
+
     async def footprint(self, user_id: str) -> Footprint:
         root = self._vault(user_id)
         async with self.core.db.session() as s:
@@ -97,6 +107,8 @@ class Accounts:
         """Erase the person's vault and every row of theirs. Not undoable."""
         store = self.core.store_for(user_id)
         root = Path(store.vault.root)
+        if self.core.vault_override is None:
+            self.core.check_vault_folder(user_id)  # again, right before anything is deleted
         files = _vault_files(root)
         for child in list(root.iterdir()) if root.is_dir() else []:
             if child.is_dir() and not child.is_symlink():

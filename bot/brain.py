@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bot.turn_runner import TurnRunner
     from storage.meaning import Meaning
 
-__all__ = ["Brain", "Store", "clean_vault_temp"]
+__all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp"]
 
 
 class Brain:
@@ -152,3 +152,8 @@ def clean_vault_temp(root: Path) -> list[str]:
     """Remove the temp files an interrupted write left anywhere under `root` (`brain doctor`);
     they are ours, never notes. Returns what was removed."""
     return Vault(root).clean_temp()
+
+
+def broken_notes(root: Path) -> list[tuple[str, str]]:
+    """(path, why) of the notes under `root` whose frontmatter is not read (`brain doctor`)."""
+    return Vault(root).broken_notes()

@@ -9,30 +9,40 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from bot.commands import ask, chat, digest, mcp_server, privacy, serve, storage_cmds
+from bot.commands.common import BrainParser, UsageExit, VerbParser, json_errors, version
 
 COMMAND_MODULES = (storage_cmds, ask, chat, digest, serve, mcp_server, privacy)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = BrainParser(
         prog="brain",
         description="Second Brain for Slack: file thoughts as markdown notes, ask them back.",
+        epilog="Exit codes: 0 done; 1 the command could not be done (not found, ambiguous, "
+               "refused); 2 the command line is wrong (nothing was opened or changed); 130 "
+               "interrupted. With --json, errors are JSON on stdout too.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"brain {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=VerbParser)
     for module in COMMAND_MODULES:
         module.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 0
-    code: int = handler(args)
-    return code
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    with json_errors("--json" in args_list):
+        parser = build_parser()
+        try:
+            args = parser.parse_args(args_list)
+        except UsageExit as exc:
+            return exc.code
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help()
+            return 0
+        code: int = handler(args)
+        return code
 
 
 def run() -> NoReturn:

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from bot.config import Settings
 from storage.db import Database
 from storage.errors import InvalidValue
+from storage.paths import check_person_folder
 from storage.store import Store
 
 if TYPE_CHECKING:
@@ -78,10 +79,19 @@ class Core:
         """The person's vault over the shared database; refuses ids that could name a path."""
         if not USER_ID.match(user_id) or user_id in {".", ".."}:
             raise InvalidValue(f"not a valid user id: {user_id!r}")
+        if self.vault_override is None:
+            self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too
         if user_id not in self._stores:
             root = self.vault_override or self.settings.vault_for(user_id)
             self._stores[user_id] = self.keeper.store(root)
         return self._stores[user_id]
+
+    def check_vault_folder(self, user_id: str) -> None:
+        """UnsafePath when the person's own folder (`<vault root>/<user id>`) is a symlink or
+        resolves anywhere else (storage/paths.py); the single owner's vault is the root."""
+        folder = self.settings.vault_for(user_id)
+        if folder != self.settings.vault_root:
+            check_person_folder(self.settings.vault_root, folder)
 
     def forget_store(self, user_id: str) -> None:
         if user_id in self._stores:

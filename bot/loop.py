@@ -86,7 +86,7 @@ async def _run_round(calls: Sequence[ToolCall], execute: Executor, seen: set[str
 
 def _rendered(e: Execution) -> str:
     assert e.output is not None
-    path = e.output.data.get("path") or e.output.data.get("newPath")
+    path = e.output.data.get("path") or e.output.data.get("new_path")
     return e.output.text + (f" [{path}]" if path and path not in e.output.text else "")
 
 

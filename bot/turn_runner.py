@@ -95,7 +95,7 @@ class TurnRunner:
                 note = filed[-1]
                 call = ToolCall(id="direct_fix_1", name="move_entry",
                                 arguments={"path": note.id or note.path,
-                                           "targetCategory": direct})
+                                           "target_category": direct})
                 outcome = direct_move_outcome(text, call, await run_call(call))
             else:
                 summary = await store.summary()

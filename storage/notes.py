@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from storage.errors import InvalidValue
+from storage.yaml_bounds import check_size, check_tree
 
 BOM = "\ufeff"
 _OPEN_RE = re.compile(r"---[ \t]*(\r?\n)")
@@ -95,14 +96,23 @@ _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoade
 
 
 def _load(yaml_text: str) -> tuple[Any, yaml.Node | None]:
-    """The loaded data and its node tree (for line numbers); raises on broken YAML."""
+    """The loaded data and its node tree (for line numbers); raises on broken YAML and on
+    YAML past storage/yaml_bounds.py's bounds (FrontmatterRefused)."""
+    check_size(yaml_text)
     loader = _SafeLoader(yaml_text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            check_tree(node)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
     return data, node
+
+
+def load_yaml(yaml_text: str) -> Any:
+    """A frontmatter block's data, within the bounds; raises as `_load` does."""
+    return _load(yaml_text)[0]
 
 
 def _read_frontmatter(yaml_text: str) -> tuple[Any, yaml.Node | None, str | None]:
@@ -312,7 +322,7 @@ def apply_changes(text: str, changes: Mapping[str, Any], *, remove: Iterable[str
     yaml_text = text[block.yaml_start:block.yaml_end]
     data, node, error = _read_frontmatter(yaml_text)
     if error is not None:
-        raise InvalidValue(f"the note's frontmatter is not valid YAML, so it was not changed: "
+        raise InvalidValue(f"the note's frontmatter cannot be read, so it was not changed: "
                            f"{error}")
     # Split where YAML itself sees line breaks, so the parser's line numbers index this list.
     lines = _YAML_LINE_RE.findall(yaml_text)

@@ -49,6 +49,33 @@ def resolve_in_vault(root: Path, rel: str) -> Path:
     return candidate
 
 
+def check_person_folder(root: Path, folder: Path) -> Path:
+    """`folder` (a person's vault, `<root>/<user id>`) if it is safe to read, change and erase:
+    a real folder (or none yet) that resolves to exactly `<root>/<its name>`. A symlink, or a
+    folder that resolves anywhere else, would let one person's commands read or delete another
+    person's notes (or anything on the machine): UnsafePath, with what to do about it."""
+    expected = root.resolve() / folder.name
+    if folder.is_symlink():
+        try:
+            target = str(folder.readlink())
+        except OSError:
+            target = "?"
+        raise UnsafePath(f"the vault folder {folder} is a symlink (to {target}); a person's "
+                         f"vault must be a real folder at {expected}. Nothing was read or "
+                         "changed: replace the link with the folder it should be")
+    if folder.exists():
+        try:
+            real = folder.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise UnsafePath(f"the vault folder {folder} cannot be resolved ({exc})") from exc
+        if real != expected:
+            raise UnsafePath(f"the vault folder {folder} resolves to {real}, not {expected}; "
+                             "nothing was read or changed")
+        if not real.is_dir():
+            raise UnsafePath(f"the vault folder {folder} is not a folder")
+    return folder
+
+
 def slugify(name: str) -> str:
     """A short lowercase file name for a note name; never empty, never '.' or '..'."""
     text = unicodedata.normalize("NFKD", name)

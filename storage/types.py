@@ -30,6 +30,8 @@ STATUS_VALUES: dict[str, tuple[str, ...]] = {
 DEFAULT_STATUS: dict[str, str] = {"projects": "active", "admin": "todo"}
 # Fields whose value is a list of strings.
 LIST_FIELDS: frozenset[str] = frozenset({"follow_ups", "tags"})
+# Fields whose value is a day, YYYY-MM-DD (writers read natural phrases first: tools/dates.py).
+DATE_FIELDS: frozenset[str] = frozenset({"due_date", "last_touched"})
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,11 @@ class MoveResult:
     new_path: str
     category: str
     entry: Entry
+    changed: bool = True  # False: the note was already there, as it was asked to be
 
     def to_dict(self) -> dict[str, Any]:
-        return {"oldPath": self.old_path, "newPath": self.new_path, "category": self.category,
-                "id": self.entry.id, "name": self.entry.name}
+        return {"old_path": self.old_path, "new_path": self.new_path, "category": self.category,
+                "id": self.entry.id, "name": self.entry.name, "changed": self.changed}
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,15 @@ async def subscriptions_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]
             for d in rows]
 
 
+async def holds_any(s: AsyncSession, user_id: str) -> bool:
+    """Does the database hold anything of the user (a conversation, receipt, job, setting)?"""
+    for model in (Conversation, Capture, Job, DigestSubscription, Reminder, SlackUser):
+        found = await s.execute(select(model.user_id).where(model.user_id == user_id).limit(1))
+        if found.first() is not None:
+            return True
+    return False
+
+
 async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:
     """Erase everything the database holds of the user; returns how many rows of each."""
     not_empty(user_id, "user_id")

@@ -30,6 +30,7 @@ from storage.text import clean, clean_value
 from storage.types import (
     CATEGORIES,
     CATEGORY_FIELDS,
+    DATE_FIELDS,
     DEFAULT_STATUS,
     LIST_FIELDS,
     STATUS_VALUES,
@@ -79,6 +80,8 @@ def _check_fields(category: str | None, fields: Mapping[str, Any]) -> dict[str, 
         value = _check_value(key, value)
         if key in LIST_FIELDS:
             value = _as_str_list(key, value)
+        if key in DATE_FIELDS and value is not None:
+            value = _as_day(key, value)
         if key == "status" and category in STATUS_VALUES:
             allowed = STATUS_VALUES[category]
             if not isinstance(value, str) or value.strip().lower() not in allowed:
@@ -87,6 +90,20 @@ def _check_fields(category: str | None, fields: Mapping[str, Any]) -> dict[str, 
             value = value.strip().lower()
         out[key] = value
     return out
+
+
+def _as_day(key: str, value: Any) -> str:
+    """A date field's value as YYYY-MM-DD; anything else is refused (a digest or reminder
+    would silently skip it)."""
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        return value.isoformat()
+    text = value.strip() if isinstance(value, str) else ""
+    try:
+        if len(text) == 10 and text[4] == "-" and text[7] == "-":
+            return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        pass
+    raise InvalidValue(f"{key} {value!r} is not a date (YYYY-MM-DD)")
 
 
 def _as_str_list(key: str, value: Any) -> list[str]:
@@ -181,6 +198,25 @@ class Vault:
         text = path.read_bytes().decode("utf-8", errors="replace")
         return self._entry(self.relpath(path), parse_note(text))
 
+    def broken_notes(self) -> list[tuple[str, str]]:
+        """(rel, why) of every note whose frontmatter is not read (broken YAML, aliases, too
+        big or deep) or that is not UTF-8 text: such notes are indexed as text (`brain doctor`)."""
+        found = []
+        for rel, _mtime, _size in self.scan():
+            try:
+                data = (self.root / rel).read_bytes()
+            except OSError:
+                continue  # gone since the scan
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                found.append((rel, "not UTF-8 text"))
+                continue
+            error = parse_note(text).frontmatter_error
+            if error is not None:
+                found.append((rel, error))
+        return sorted(found)
+
     def _read_strict(self, path: Path) -> str:
         try:
             return path.read_bytes().decode("utf-8")
@@ -237,7 +273,7 @@ class Vault:
         text = self._read_strict(path)
         parsed = parse_note(text)
         if parsed.frontmatter_error is not None:
-            raise InvalidValue(f"{self.relpath(path)} has frontmatter that is not valid YAML "
+            raise InvalidValue(f"{self.relpath(path)} has frontmatter that cannot be read "
                                f"({parsed.frontmatter_error}); fix it by hand first")
         current = self._entry(self.relpath(path), parsed)
         for key in _PROTECTED:
@@ -266,7 +302,7 @@ class Vault:
         old_rel = self.relpath(path)
         current = self._entry(old_rel, parsed)
         if current.category == category and old_rel.split("/", 1)[0] == category:
-            return MoveResult(old_rel, old_rel, category, current)
+            return MoveResult(old_rel, old_rel, category, current, changed=False)
         front = parsed.frontmatter
         changes: dict[str, Any] = {}
         if current.id is None:

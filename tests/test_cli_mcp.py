@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
 from bot.config import Settings
@@ -73,7 +75,7 @@ async def test_lists_every_tool_with_the_models_schema_and_read_only_hints(
 
 
 async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(tmp_path: Path) -> None:
-    async with stdio(tmp_path, "--user", "alice") as client:
+    async with stdio(tmp_path, "--user", "alice", "--create") as client:
         captured = await client.call_tool("classify_and_capture", {
             "text": "Renew the passport before the June trip",
             "hints": {"category": "admin", "confidence": 0.9, "name": "Renew passport",
@@ -93,14 +95,15 @@ async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(tmp_pat
 
 
 async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:
-    async with stdio(tmp_path, "--user", "alice") as client:
+    async with stdio(tmp_path, "--user", "alice", "--create") as client:
         await client.call_tool("classify_and_capture", {
             "text": "We decided to hold the offsite in Sintra: the venue fits all 60 people",
             "hints": {"category": "projects", "confidence": 0.9, "name": "Company offsite"}})
         asked = await client.call_tool("ask", {"question": "Where is the offsite?"})
         nothing = await client.call_tool("ask", {"question": "What is my wifi password?"})
         bad = await client.call_tool("ask", {"question": ""})
-        hidden = await client.call_tool("answer", {"sentences": []})
+        with pytest.raises(MCPError) as hidden:  # the loop's own final step is not offered
+            await client.call_tool("answer", {"sentences": []})
     assert not asked.is_error, _text(asked)
     answer = asked.structured_content
     assert answer["found"] is True and "Sintra" in answer["answer"]
@@ -109,7 +112,7 @@ async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:
     assert nothing.structured_content == {"answer": "Nothing in your notes about that.",
                                           "found": False, "sources": []}
     assert bad.is_error and "question" in _text(bad)
-    assert hidden.is_error and "unknown tool 'answer'" in _text(hidden)
+    assert hidden.value.message == "Unknown tool: answer"
 
 
 async def _receipt(tmp_path: Path, entry_id: str) -> repositories.CaptureRow | None:
@@ -139,8 +142,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_entries", {"query": 5, "limit": 0}),
     ("classify_and_capture", {"text": 7, "hints": {"confidence": 2, "colour": "red"}}),
     ("get_entry", {"path": "no such note"}),
-    ("move_entry", {"path": "../../etc/passwd", "targetCategory": "ideas"}),
-    ("forget_everything", {}),
+    ("move_entry", {"path": "../../etc/passwd", "target_category": "ideas"}),
 ]
 
 
@@ -152,7 +154,18 @@ async def test_bad_calls_get_exactly_the_error_the_model_gets(tmp_path: Path) ->
             assert result.is_error, name
             assert _text(result) == expected
     assert "limit: 0 is less than the minimum of 1" in seen_by_model[0]
-    assert "unknown tool 'forget_everything'" in seen_by_model[-1]
+
+
+async def test_an_unknown_tool_is_the_protocol_error_the_spec_names(tmp_path: Path) -> None:
+    """MCP: "Unknown tools" are a JSON-RPC error -32602, not a tool result (a model, which
+    can correct itself, still gets an error result: tests/tools/test_registry.py)."""
+    async with stdio(tmp_path) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("forget_everything", {})
+        listed = await client.list_tools()  # the session goes on
+    assert raised.value.code == INVALID_PARAMS == -32602
+    assert raised.value.message == "Unknown tool: forget_everything"
+    assert "forget_everything" not in {t.name for t in listed.tools}
 
 
 async def _model_sees(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
@@ -244,3 +257,23 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     assert (tmp_path / "data" / "vaults" / "local" / path).is_file()
     assert path in [e["path"] for e in found.structured_content["entries"]]
     assert bad.is_error and "limit: 'ten' is not of type 'integer'" in _text(bad)
+
+
+async def test_update_entry_reads_dates_as_a_capture_does(tmp_path: Path) -> None:
+    """"tomorrow" becomes its day; "2026-13-45" is refused and the note stays as it was (it
+    was stored, and digests and reminders then skipped the note)."""
+    async with stdio(tmp_path) as client:
+        made = await client.call_tool("classify_and_capture",
+                                      {"text": "Project: website relaunch with the agency"})
+        ref = made.structured_content["id"]
+        good = await client.call_tool("update_entry", {"path": ref,
+                                                       "updates": {"due_date": "tomorrow"}})
+        path = tmp_path / "data" / "vaults" / "local" / made.structured_content["path"]
+        before = path.read_bytes()
+        bad = await client.call_tool("update_entry", {"path": ref,
+                                                      "updates": {"due_date": "2026-13-45"}})
+    assert not good.is_error, _text(good)
+    due = good.structured_content["due_date"]
+    assert len(due) == 10 and due[4] == "-" and due[7] == "-"
+    assert bad.is_error and "due_date: '2026-13-45' is not a date" in _text(bad)
+    assert path.read_bytes() == before

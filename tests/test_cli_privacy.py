@@ -30,10 +30,10 @@ def read_zip(path: Path) -> tuple[list[str], dict[str, object]]:
 
 
 def test_export_then_forget_round_trip(tmp_path: Path) -> None:
-    chat = brain(tmp_path, "chat", "--new", "--user", USER,
+    chat = brain(tmp_path, "chat", "--new", "--user", USER, "--create",
                  stdin="Call Sara about the Q3 budget\nwhat is active?\n")
     assert chat.code == 0, chat.err
-    other = brain(tmp_path, "chat", "--new", "--user", "U0SBOTHER", stdin="Buy printer paper\n")
+    other = brain(tmp_path, "chat", "--new", "--user", "U0SBOTHER", "--create", stdin="Buy printer paper\n")
     assert other.code == 0, other.err
     note = next(vault(tmp_path).rglob("*.md"))
 
@@ -61,13 +61,14 @@ def test_export_then_forget_round_trip(tmp_path: Path) -> None:
     assert not vault(tmp_path).exists()
     assert any(vault(tmp_path, "U0SBOTHER").rglob("*.md"))  # someone else's notes stay
 
+    # afterwards the person is unknown: said so, and no empty vault or zip appears
     again = brain(tmp_path, "export", "--user", USER, "--out", str(tmp_path / "after.zip"))
-    assert again.code == 0, again.err
-    names, data = read_zip(tmp_path / "after.zip")
-    assert not any(n.startswith("vault/") for n in names)
-    assert data["conversations.json"] == [] and data["captures.json"] == []
+    assert again.code == 1 and "nothing is held of user 'U0SBUSR01'" in again.err
+    assert "U0SBOTHER" in again.err  # the ids that are known
+    assert not (tmp_path / "after.zip").exists()
     listed = brain(tmp_path, "list", "--user", USER, "--json")
-    assert listed.code == 0 and json.loads(listed.out)["entries"] == []
+    assert listed.code == 1 and json.loads(listed.out)["error"]["kind"] == "not_found"
+    assert not vault(tmp_path).exists()
 
 
 def test_a_bad_user_id_is_refused_plainly(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Bad inputs share one prepared vault and check that nothing in it changed.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ def make_brain(tmp: Path, vault: Path, capsys: pytest.CaptureFixture[str]) -> Ca
     """A runner for `brain VERB ... --vault vault` with its database under tmp/data."""
     # cwd=tmp so no stray .env is read and ./brain-data would land in tmp
     cli = BrainCLI(capsys, tmp, {"BRAIN_DATA_DIR": str(tmp / "data")})
+    vault.mkdir(parents=True, exist_ok=True)  # a missing --vault is an error (test_cli_bad_input)
 
     def brain(*args: str, vault_arg: bool = True) -> Result:
         return cli(*args, *(["--vault", str(vault)] if vault_arg else []))
@@ -93,15 +95,15 @@ def test_add_list_search_show_update_move_backlinks_round_trip(
     assert updated["id"] == added["id"]
 
     moved = brain("move", added["id"], "admin", "--json").json()
-    assert set(moved) >= {"oldPath", "newPath", "category"}
-    assert moved["oldPath"] == added["path"] and moved["category"] == "admin"
-    assert moved["newPath"].startswith("admin/")
+    assert set(moved) >= {"old_path", "new_path", "category"}
+    assert moved["old_path"] == added["path"] and moved["category"] == "admin"
+    assert moved["new_path"].startswith("admin/")
     assert not (vault / added["path"]).exists()
-    moved_text = (vault / moved["newPath"]).read_text(encoding="utf-8")
+    moved_text = (vault / moved["new_path"]).read_text(encoding="utf-8")
     assert added["id"] in moved_text and "Finance replied." in moved_text
 
     links = brain("backlinks", added["id"], "--json").json()
-    assert links["target"] == moved["newPath"]
+    assert links["target"] == moved["new_path"]
     assert links["total"] == 1 == len(links["backlinks"])
     assert links["backlinks"][0]["path"] == linker_path[1]
     assert f"[[{stem}|the Q3 budget]]" in links["backlinks"][0]["context"]
@@ -116,7 +118,7 @@ def test_add_list_search_show_update_move_backlinks_round_trip(
     assert not [p for p in vault.rglob("*") if p.suffix in (".db", ".sqlite")]
 
 
-# --- bad input: a clear message, exit 2, nothing changed ------------------------------------
+# --- bad input: a clear message, its exit code, nothing changed ------------------------------------
 
 DANA = "---\nname: Dana\ncategory: {category}\n---\nDana, {what}.\n"
 
@@ -142,41 +144,53 @@ def on_prepared(prepared: tuple[Path, Path], capsys: pytest.CaptureFixture[str])
     return make_brain(tmp, vault, capsys), vault
 
 
-BAD_INPUTS: list[tuple[list[str], list[str]]] = [
-    (["add", "hello", "--category", "bogus"], ["invalid choice", "bogus"]),
-    (["list", "--limit", "0"], ["limit must be"]),
-    (["update", "people/dana.md", "status"], ["key=value"]),
-    (["show", "no-such-note"], ["no-such-note"]),
+# (argv, exit code, what the message names): 2 a wrong command line, 1 a command that cannot
+# be done (README "Exit codes")
+BAD_INPUTS: list[tuple[list[str], int, list[str]]] = [
+    (["add", "hello", "--category", "bogus"], 2, ["invalid choice", "bogus"]),
+    (["list", "--limit", "0"], 2, ["limit must be"]),
+    (["update", "people/dana.md", "status"], 2, ["key=value"]),
+    (["update", "people/dana.md", "due_date=2026-13-45"], 2, ["due_date", "2026-13-45"]),
+    (["update", "people/dana.md", "due_date=someday soon"], 2, ["due_date", "someday soon"]),
+    (["show", "no-such-note"], 1, ["no-such-note"]),
     # a name two notes share: never a guess, every candidate named
-    (["update", "Dana", "context=x"], ["people/dana.md", "ideas/dana.md"]),
-    (["show", "../../etc/passwd"], ["../../etc/passwd"]),
-    (["show", "people/escape.md"], ["people/escape.md", "outside"]),  # a symlink out of the vault
+    (["update", "Dana", "context=x"], 1, ["people/dana.md", "ideas/dana.md"]),
+    (["show", "../../etc/passwd"], 1, ["../../etc/passwd"]),
+    (["show", "people/escape.md"], 1, ["people/escape.md", "outside"]),  # a symlink out
 ]
 
 
-@pytest.mark.parametrize(("argv", "needles"), BAD_INPUTS,
-                         ids=[" ".join(a) for a, _ in BAD_INPUTS])
+@pytest.mark.parametrize(("argv", "code", "needles"), BAD_INPUTS,
+                         ids=[" ".join(a) for a, _, _ in BAD_INPUTS])
 def test_bad_input_fails_clearly_and_changes_nothing(
-        on_prepared: tuple[Callable[..., Result], Path], argv: list[str],
+        on_prepared: tuple[Callable[..., Result], Path], argv: list[str], code: int,
         needles: list[str]) -> None:
     brain, vault = on_prepared
     before = tree_hashes(vault)
     result = brain(*argv)
-    assert result.code == 2, (result.code, result.out, result.err)
+    assert result.code == code, (result.code, result.out, result.err)
     assert "Traceback" not in result.err and not result.out.strip()
     for needle in needles:
         assert needle.lower() in result.err.lower(), result.err
     assert "TOP-SECRET-OUTSIDE" not in result.out + result.err
     assert tree_hashes(vault) == before
+    as_json = brain(*argv, "--json")  # the same refusal, as JSON on stdout
+    assert as_json.code == code and as_json.err == ""
+    error = json.loads(as_json.out)["error"]
+    assert error["exit"] == code and error["kind"] != ""
+    for needle in needles:
+        assert needle.lower() in json.dumps(error).lower(), error
+    assert tree_hashes(vault) == before
+    assert tree_hashes(vault) == before
 
 
 def test_console_script_exit_status_and_streams(prepared: tuple[Path, Path]) -> None:
-    """The real `brain` process: what a shell sees (status 2, a message on stderr only)."""
+    """The real `brain` process: what a shell sees (status 1, a message on stderr only)."""
     tmp, vault = prepared
     before = tree_hashes(vault)
     env = {"BRAIN_DATA_DIR": str(tmp / "data")}
     missing = run_process(tmp, "show", "no-such-note", "--vault", str(vault), env=env)
-    assert missing.code == 2, (missing.out, missing.err)
+    assert missing.code == 1, (missing.out, missing.err)
     assert missing.out == "" and "no-such-note" in missing.err
     assert "Traceback" not in missing.err
     assert tree_hashes(vault) == before

@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, EntrySummary
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
+from tools.dates import as_date, today_in
 from tools.related import related_notes, related_section
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,8 @@ DESCRIPTION = (
 )
 
 
-def _category_fields(category: str, source: dict[str, Any],
-                     dropped: list[str]) -> dict[str, Any]:
+def _category_fields(category: str, source: dict[str, Any], dropped: list[str],
+                     today: date) -> dict[str, Any]:
     """Only the fields that belong to the category (and a due date, whatever the category),
     with sane values; a value that cannot be kept is dropped and named in `dropped`, and the
     capture stands."""
@@ -71,8 +72,13 @@ def _category_fields(category: str, source: dict[str, Any],
                 continue
             value = [str(v) for v in value if str(v).strip()]
         out[key] = value
-    if "due_date" in out and not _is_date(out["due_date"]):
-        dropped.append(f"due_date ({str(out.pop('due_date'))[:20]!r} is not a date)")
+    if "due_date" in out:  # read as every writer reads it (tools/dates.py: as_date)
+        try:
+            out["due_date"] = as_date("due_date", out["due_date"], today)
+        except ValueError:
+            dropped.append(f"due_date ({str(out.pop('due_date'))[:20]!r} is not a date)")
+        if out.get("due_date", "") is None:
+            out.pop("due_date")
     # A guessed status the category does not know would make the whole capture fail;
     # the default is better than losing the thought.
     allowed = STATUS_VALUES.get(category)
@@ -82,14 +88,6 @@ def _category_fields(category: str, source: dict[str, Any],
                            f"{', '.join(allowed)})")
         out["status"] = DEFAULT_STATUS[category]
     return out
-
-
-def _is_date(value: Any) -> bool:
-    try:
-        date.fromisoformat(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def repair(args: Any) -> tuple[dict[str, Any], list[str]] | None:
@@ -184,7 +182,7 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         status = "needs_review"
     else:
         target = category
-        fields = {**common, **_category_fields(category, merged, dropped)}
+        fields = {**common, **_category_fields(category, merged, dropped, today_in(ctx.tz))}
         status = "filed"
 
     existing = await ctx.store.find_id(entry_id) if entry_id and ctx.retried else None

@@ -22,7 +22,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from storage.types import DATE_FIELDS
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -270,3 +273,36 @@ def strip_dates(text: str, today: date | None = None) -> str:
     out.append(text[last:])
     joined = re.sub(r"\s+([,;:.!?])", r"\1", re.sub(r"[ \t]+", " ", "".join(out)))
     return re.sub(r"[,;]\s*([,;:.!?]|$)", r"\1", joined).strip(" ,;-")
+
+
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def as_date(field: str, value: object, today: date) -> str | None:
+    """A date field's value (`due_date`, `last_touched`) as a writer gives it, read as a
+    capture reads dates: YYYY-MM-DD as it is, or one phrase ("tomorrow", "next Friday", "by
+    March 1") as the day it names; None clears. Anything else: ValueError naming the field."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, date):
+        return value.isoformat()
+    text = str(value).strip() if isinstance(value, str) else ""
+    hint = (f"{field}: {value!r} is not a date; use YYYY-MM-DD, or a phrase like 'tomorrow' "
+            "or 'next Friday'")
+    if _ISO_DAY.match(text):
+        try:
+            return date.fromisoformat(text).isoformat()
+        except ValueError:
+            raise ValueError(hint) from None
+    mentions = [m for m in find_dates(text, today) if m.value is not None]
+    rest = (text[:mentions[0].start] + text[mentions[0].end:]).strip(" .,") if mentions else text
+    if len(mentions) != 1 or rest:
+        raise ValueError(hint)
+    return str(mentions[0].value)  # a date's str() is its ISO form
+
+
+def with_dates(changes: dict[str, Any], today: date) -> dict[str, Any]:
+    """`changes` with each date field read by `as_date` (the one rule of every writer: a
+    capture, `update_entry`, `brain update`); ValueError names the first bad one."""
+    return {key: as_date(key, value, today) if key in DATE_FIELDS else value
+            for key, value in changes.items()}

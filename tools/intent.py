@@ -151,7 +151,7 @@ def _correction(plain: str, filed: str | None) -> Route | None:
         if filed is None:
             return Route(text="Which note should I move? I haven't filed anything in this "
                               "conversation yet; tell me its name or path.")
-        return Route(tool="move_entry", arguments={"path": filed, "targetCategory": target})
+        return Route(tool="move_entry", arguments={"path": filed, "target_category": target})
     return None
 
 

@@ -13,9 +13,9 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": REF_SCHEMA,
-        "targetCategory": {"type": "string", "enum": CATEGORY_ENUM},
+        "target_category": {"type": "string", "enum": CATEGORY_ENUM},
     },
-    "required": ["path", "targetCategory"],
+    "required": ["path", "target_category"],
     "additionalProperties": False,
 }
 
@@ -36,12 +36,13 @@ async def move_note(store: Store, receipts: Receipts, ref: str, category: str) -
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    target: str = args["targetCategory"]
+    target: str = args["target_category"]
     result = await move_note(ctx.store, ctx.receipts, args["path"], target)
     data = result.to_dict()
     data["name"] = result.entry.name
-    return ToolOutput(kind="move", data=data,
-                      text=f"Moved {result.entry.name} to {target} ({result.new_path})")
+    text = (f"Moved {result.entry.name} to {target} ({result.new_path})" if result.changed
+            else f"{result.entry.name} is already in {target} ({result.new_path}); nothing moved")
+    return ToolOutput(kind="move", data=data, text=text)
 
 
 TOOL = Tool(name="move_entry", description=DESCRIPTION, parameters=SCHEMA, run=run,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import REF_SCHEMA, Tool, ToolContext, ToolError, ToolOutput, entry_data
+from tools.dates import today_in, with_dates
 
 # Fields the bot owns: changing them would break links, receipts and buttons.
 PROTECTED = ("id", "created", "path", "updated")
@@ -50,6 +51,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         raise ToolError("invalid", f"cannot change {', '.join(protected)}: set by the vault")
     if "category" in updates:
         raise ToolError("invalid", "cannot change category here: use move_entry")
+    try:  # "tomorrow" becomes its day, as in a capture; "2026-13-45" is refused
+        updates = with_dates(updates, today_in(ctx.tz))
+    except ValueError as exc:
+        raise ToolError("invalid", str(exc)) from None
     entry = await ctx.store.update(args["path"], updates, append_body=append)
     changed = list(updates) + (["body"] if append else [])
     return ToolOutput(kind="update", data=entry_data(entry),

@@ -12,7 +12,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bot.commands.common import add_common, fail, print_json, run, user_id
+from bot.commands.common import add_common, check_vault, fail, print_json, run, user_id
 
 if TYPE_CHECKING:
     from bot.brain import Brain
@@ -53,22 +53,25 @@ def _print_turn(result: TurnResult, verbose: bool, out: TextIO) -> None:
     out.flush()
 
 
-async def _pick_conversation(brain: Brain, user: str, args: argparse.Namespace) -> str:
+async def _pick_conversation(brain: Brain, user: str,
+                             args: argparse.Namespace) -> tuple[str, str | None]:
+    """(the conversation's key, a first message typed at the menu or None)."""
     if args.conversation:
-        return await _conversation_key(brain, args.conversation)
+        return await _conversation_key(brain, args.conversation), None
     new_key = f"cli:{user}:{uuid.uuid4().hex[:8]}"
     if args.new or not sys.stdin.isatty():
-        return new_key  # piped input is all messages: no menu to answer
+        return new_key, None  # piped input is all messages: no menu to answer
     recent = await brain.conversations.recent(user, limit=5)
     if not recent:
-        return new_key
+        return new_key, None
     print("Recent conversations:")
     for i, conv in enumerate(recent, 1):
         print(f"  {i}. {conv.title or '(untitled)'}  [{conv.key}]")
-    choice = input("Resume which? (number, Enter for a new one) ").strip()
+    choice = input("Resume which? (number, Enter for a new one, or just type) ").strip()
     if choice.isdigit() and 1 <= int(choice) <= len(recent):
-        return recent[int(choice) - 1].key
-    return new_key
+        return recent[int(choice) - 1].key, None
+    # Anything else is the first message of a new conversation, never dropped.
+    return new_key, (choice or None)
 
 
 async def _conversation_key(brain: Brain, ref: str) -> str:
@@ -86,18 +89,21 @@ async def _chat(args: argparse.Namespace) -> int:
     from bot.llm.types import LLMError
 
     settings = Settings()
+    check_vault(settings, args)
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
         user = user_id(settings, args)
         if brain.core.offline:
             print("No LLM key configured: using the offline rule-based provider "
                   "(set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model).", file=sys.stderr)
-        key = await _pick_conversation(brain, user, args)
+        key, first = await _pick_conversation(brain, user, args)
         interactive = sys.stdin.isatty()
         if interactive:
             print(f"Conversation {key}. Type a thought or a question; Ctrl-D to quit.")
         while True:
-            line = await asyncio.to_thread(_read_line, interactive)
+            line = first if first is not None else await asyncio.to_thread(_read_line,
+                                                                           interactive)
+            first = None
             if line is None:
                 return 0
             text = line.strip()
@@ -169,6 +175,6 @@ def _turn_dict(t: Any) -> dict[str, Any]:
     return {"id": t.id, "conversation_id": t.conversation_id, "user_text": t.user_text,
             "reply_text": t.reply_text, "status": t.status, "llm_calls": t.llm_calls,
             "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
-            "created_at": str(t.created_at),
+            "created_at": t.created_at.isoformat(),  # ISO 8601, with its UTC offset
             "tool_runs": [{"tool": r.tool, "arguments": r.arguments, "status": r.status,
                            "error": r.error, "ms": r.duration_ms} for r in t.tool_runs]}

@@ -10,23 +10,104 @@ import argparse
 import gc
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from bot.brain import Brain, Store
     from bot.config import Settings
 
 
+# Exit codes (README, `brain --help`): 0 done; 1 the command could not be done (not found,
+# ambiguous, refused by the vault); 2 the command line is wrong and nothing was opened or
+# changed; 130 interrupted.
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+_json_errors: ContextVar[bool] = ContextVar("json_errors", default=False)
+
+
+@contextmanager
+def json_errors(on: bool) -> Iterator[None]:
+    """While on (the command line has --json), errors are printed as JSON on stdout."""
+    token = _json_errors.set(on)
+    try:
+        yield
+    finally:
+        _json_errors.reset(token)
+
+
+def version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("second-brain-slack")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class UsageExit(Exception):
+    """argparse refused the command line (already printed); `code` is the exit status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class BrainParser(argparse.ArgumentParser):
+    """argparse, with its refusals as JSON under --json, and no SystemExit for them."""
+
+    def error(self, message: str) -> NoReturn:
+        if _json_errors.get():
+            print_json({"error": {"kind": "usage", "message": f"{self.prog}: {message}",
+                                  "exit": EXIT_USAGE}})
+        else:
+            self.print_usage(sys.stderr)
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise UsageExit(EXIT_USAGE)
+
+
+class VerbParser(BrainParser):
+    """A verb's parser: options are accepted anywhere among its words
+    (`brain search budget --json q3` as well as `brain search --json budget q3`)."""
+
+    _mixing = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._mixing:  # the two passes of parse_known_intermixed_args
+            return super().parse_known_args(args, namespace)
+        self._mixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._mixing = False
+
+
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vault", metavar="DIR", type=Path,
-                        help="use DIR as the vault, as it is")
+                        help="use DIR as the vault, as it is (it must exist; see --create)")
     parser.add_argument("--user", metavar="ID",
-                        help="act for this user (default: BRAIN_OWNER, else 'local')")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+                        help="act for this user (default: BRAIN_OWNER, else 'local'); another "
+                             "user must have a vault already (see --create)")
+    parser.add_argument("--create", action="store_true",
+                        help="start an empty vault if the --vault DIR or the --user's vault "
+                             "does not exist yet")
+    parser.add_argument("--json", action="store_true", help="print JSON (errors too)")
+
+
+def port_number(text: str) -> int:
+    """A TCP port for --port (argparse type): 1-65535, else a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, got {value}")
+    return value
 
 
 def vault_path(settings: Settings, args: argparse.Namespace) -> Path:
@@ -37,6 +118,58 @@ def vault_path(settings: Settings, args: argparse.Namespace) -> Path:
 
 def user_id(settings: Settings, args: argparse.Namespace) -> str:
     return getattr(args, "user", None) or settings.default_user
+
+
+def check_vault(settings: Settings, args: argparse.Namespace) -> None:
+    """Before anything opens: the vault a verb acts on exists, or --create says to make it.
+
+    `--vault DIR` must be a folder. A user is known when their vault folder exists
+    (`<vault root>/<id>`); the default user (BRAIN_OWNER, else `local`) always is, and their
+    vault is made on first use. So a typo in --user is an error, not an empty vault."""
+    from bot.core import USER_ID
+
+    create = bool(getattr(args, "create", False))
+    vault = getattr(args, "vault", None)
+    if vault is not None:
+        path = Path(vault)
+        if path.exists() and not path.is_dir():
+            raise CommandError(f"--vault {path} is a file, not a folder", EXIT_USAGE, "usage")
+        if not path.exists():
+            if not create:
+                raise CommandError(f"no vault at {path}: check the path, or add --create to "
+                                   "start an empty one there", EXIT_ERROR, "not_found")
+            path.mkdir(parents=True)
+        return
+    user = user_id(settings, args)
+    if not USER_ID.match(user) or user in {".", ".."}:
+        raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
+    folder = settings.vault_for(user)
+    if user == settings.default_user or create or folder.is_dir() or folder.is_symlink():
+        return  # (a symlinked folder is refused when the store opens, with its own message)
+    raise CommandError(f"no vault for user {user!r} (looked for {folder}); check the id"
+                       f"{known_users(settings)}, or add --create to start an empty vault for "
+                       "them", EXIT_ERROR, "not_found")
+
+
+def known_users(settings: Settings, most: int = 10) -> str:
+    """", known: A, B" for an error message: the vault folders under the vault root."""
+    from storage.types import CATEGORIES, TRASH_DIR
+
+    root = settings.vault_root
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                   and p.name not in CATEGORIES and p.name != TRASH_DIR) if root.is_dir() else []
+    if not names:
+        return ""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return f" (known: {', '.join(names[:most])}{more})"
+
+
+class CommandError(Exception):
+    """What a verb found it cannot do, before or while doing it: a message and exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR, kind: str = "error") -> None:
+        super().__init__(message)
+        self.message, self.code, self.kind = message, code, kind
 
 
 @dataclass(frozen=True)
@@ -62,6 +195,7 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
     from bot.config import Settings
 
     settings = Settings()
+    check_vault(settings, args)
     from bot.index_keeper import cli_model
 
     model = cli_model(settings, wanted=meaning, threads=threads)
@@ -88,8 +222,14 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def fail(message: str, code: int = 2) -> int:
-    print(f"brain: {message}", file=sys.stderr)
+def fail(message: str, code: int = EXIT_USAGE, kind: str | None = None,
+         **extra: Any) -> int:
+    """Say what went wrong (stderr, or JSON on stdout under --json); returns `code`."""
+    if _json_errors.get():
+        kind = kind or ("usage" if code == EXIT_USAGE else "error")
+        print_json({"error": {"kind": kind, "message": message, "exit": code, **extra}})
+    else:
+        print(f"brain: {message}", file=sys.stderr)
     return code
 
 
@@ -103,17 +243,25 @@ def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
     """Run an async verb; expected storage errors become a message and exit code 2."""
     import asyncio
 
-    from storage.errors import Ambiguous, StorageError
+    from storage.errors import Ambiguous, InvalidValue, NotFound, StorageError, UnsafePath
 
     before = gc.get_threshold()
     gc.set_threshold(SHORT_RUN_GC_THRESHOLD, *before[1:])
     try:
         return asyncio.run(coro_fn())  # type: ignore[arg-type]
     except Ambiguous as exc:
+        if _json_errors.get():
+            return fail(exc.message, EXIT_ERROR, "ambiguous",
+                        candidates=[{"path": c.path, "name": c.name} for c in exc.candidates])
         lines = [exc.message] + [f"  {c.path}  ({c.name})" for c in exc.candidates]
-        return fail("\n".join(lines))
+        return fail("\n".join(lines), EXIT_ERROR)
+    except CommandError as exc:
+        return fail(exc.message, exc.code, exc.kind)
     except StorageError as exc:
-        return fail(exc.message)
+        kind = ("not_found" if isinstance(exc, NotFound) else "invalid"
+                if isinstance(exc, InvalidValue) else "unsafe_path"
+                if isinstance(exc, UnsafePath) else "error")
+        return fail(exc.message, EXIT_ERROR, kind)
     except KeyboardInterrupt:
         return 130
     finally:

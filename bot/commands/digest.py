@@ -9,7 +9,17 @@ from datetime import date
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.commands.common import add_common, fail, open_brain, print_json, run
+from bot.commands.common import EXIT_ERROR, add_common, fail, open_brain, print_json, run
+
+COMMAND = "brain digest"
+
+
+def _zone(name: str) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def _day(text: str) -> date:
@@ -38,27 +48,29 @@ def register(sub: Any) -> None:  # argparse subparsers
 def _digest(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `brain --help` must not load the digest and LLM layers.
     from bot.digest import parse_digest_request
+    from bot.digest.command import worded_for
     from bot.digest.data import local_today
 
     request = parse_digest_request(" ".join(args.words))
     if request.action == "invalid":
-        return fail(request.reply_to_invalid())
+        return fail(request.reply_to_invalid(COMMAND))
+    if args.tz is not None and not _zone(args.tz):
+        return fail(f"unknown time zone {args.tz!r} (use an IANA name, e.g. Europe/Berlin)")
 
     async def go() -> int:
         async with open_brain(args) as v:
             if request.action != "show":
-                print(await v.brain.digests.settings(user_id=v.user, request=request,
-                                                    channel=None, tz=args.tz))
+                reply = await v.brain.digests.settings(user_id=v.user, request=request,
+                                                       channel=None, tz=args.tz)
+                print(worded_for(reply, COMMAND))
                 return 0
             tz = args.tz or v.settings.tz
-            try:
-                ZoneInfo(tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                return fail(f"unknown time zone {tz!r}")
+            if not _zone(tz):
+                return fail(f"unknown time zone {tz!r} (BRAIN_TZ)", EXIT_ERROR)
             try:
                 v.brain.core.provider  # noqa: B018  (the configured model, or a clear error)
             except ValueError as exc:
-                return fail(str(exc))
+                return fail(str(exc), EXIT_ERROR)
             digest = await v.brain.digests.make(user_id=v.user, kind=str(request.kind),
                                           today=args.date or local_today(tz), tz=tz)
         if args.json:

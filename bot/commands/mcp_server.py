@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.commands.common import run, user_id
+from bot.commands.common import check_vault, port_number, run, user_id
 
 DEFAULT_PORT = 8765
 
@@ -19,21 +19,27 @@ def register(sub: Any) -> None:
         "mcp", help="serve the tools to MCP clients (stdio, or HTTP with --http)",
         description="Serve the brain's tools over the Model Context Protocol, acting for one "
                     "user: on stdin/stdout for desktop clients, or streamable HTTP at "
-                    "http://HOST:PORT/mcp with --http. There is no authentication: anyone "
-                    "who can reach the port can read and change that user's notes.")
+                    "http://HOST:PORT/mcp with --http. Over HTTP, requests must name an "
+                    "allowed Host (loopback, the --host address, BRAIN_MCP_ALLOWED_HOSTS) and "
+                    "no foreign Origin; off loopback BRAIN_MCP_TOKEN is required and clients "
+                    "send `Authorization: Bearer <token>`.")
     p.add_argument("--vault", metavar="DIR", type=Path, help="use DIR as the vault, as it is")
     p.add_argument("--user", metavar="ID",
                    help="act for this user (default: BRAIN_OWNER, else 'local')")
+    p.add_argument("--create", action="store_true",
+                   help="start an empty vault if the --vault DIR or the --user's vault does not "
+                        "exist yet")
     p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1",
                    help="with --http: address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                    help=f"with --http: port (default {DEFAULT_PORT})")
     p.add_argument("--log-level", default=os.environ.get("BRAIN_LOG_LEVEL", "WARNING"))
     p.set_defaults(handler=run_mcp)
 
 
 def run_mcp(args: argparse.Namespace) -> int:
+    from bot.mcp.security import Refused
     from bot.mcp.transports import serve_http, serve_stdio  # imports the mcp SDK: only here
 
     # stdout is the protocol channel in stdio mode: logs go to stderr.
@@ -45,6 +51,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     user = user_id(settings, args)
 
     async def go() -> int:
+        check_vault(settings, args)
         if args.http:
             await serve_http(settings, user_id=user, vault=args.vault, host=args.host,
                              port=args.port)
@@ -54,6 +61,9 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     try:
         return run(go)
+    except Refused as exc:  # off loopback without a token, a bad host list
+        print(f"brain: not serving: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # port in use, data dir not writable...
         print(f"brain: cannot start: {exc}", file=sys.stderr)
         return 2

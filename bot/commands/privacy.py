@@ -7,9 +7,20 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.commands.common import fail, run
+from bot.commands.common import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    CommandError,
+    fail,
+    known_users,
+    run,
+)
+
+if TYPE_CHECKING:
+    from bot.brain import Brain
+
 
 
 def register(sub: Any) -> None:
@@ -33,14 +44,35 @@ def register(sub: Any) -> None:
     f.set_defaults(handler=lambda args: run(lambda: _forget(args)))
 
 
+async def _known(brain: Brain, user: str) -> None:
+    """A mistyped id is said to be unknown (and no empty vault is made for it)."""
+    from bot.core import USER_ID
+
+    if not USER_ID.match(user):
+        raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
+    if not await brain.accounts.holds(user):
+        raise CommandError(f"nothing is held of user {user!r}: no vault, no conversations; "
+                           f"check the id{known_users(brain.core.settings)}", EXIT_ERROR,
+                           "not_found")
+
+
 async def _export(args: argparse.Namespace) -> int:
     from bot.brain import Brain
+    from bot.core import USER_ID
 
+    if not USER_ID.match(args.user):  # before it names a file
+        return fail(f"not a valid user id: {args.user!r}", EXIT_USAGE)
     out = args.out or Path(f"brain-export-{args.user}-{datetime.now(UTC):%Y%m%d}.zip")
+    if out.is_dir():
+        return fail(f"--out {out} is a folder; name the zip file to write", EXIT_USAGE)
+    if not out.parent.is_dir():
+        return fail(f"--out {out}: the folder {out.parent} does not exist (make it first)",
+                    EXIT_ERROR, "not_found")
     from bot.config import Settings
 
     brain = await Brain.start(Settings())
     try:
+        await _known(brain, args.user)
         done = await brain.accounts.export(args.user, out)
     finally:
         await brain.close()
@@ -55,6 +87,7 @@ async def _forget(args: argparse.Namespace) -> int:
 
     brain = await Brain.start(Settings())
     try:
+        await _known(brain, args.user)
         seen = await brain.accounts.footprint(args.user)
         if not args.yes:
             print(f"This erases everything the brain holds of {args.user}: {seen.files} "
@@ -65,7 +98,7 @@ async def _forget(args: argparse.Namespace) -> int:
                 return fail("not erased: confirm in a terminal, or add --yes")
             answer = input(f"Type {args.user} to erase it all: ").strip()
             if answer != args.user:
-                return fail("not erased (the answer did not match)", code=1)
+                return fail("not erased (the answer did not match)", EXIT_ERROR)
         gone = await brain.accounts.forget(args.user)
     finally:
         await brain.close()

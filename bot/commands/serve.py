@@ -8,6 +8,8 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from bot.commands.common import port_number
+
 if TYPE_CHECKING:
     from bot.config import Settings
 
@@ -21,7 +23,7 @@ def register(sub: Any) -> None:  # argparse subparsers
                        help="serve Slack over HTTP even when SLACK_APP_TOKEN is set")
     serve.add_argument("--host", default=os.environ.get("BRAIN_HOST", "0.0.0.0"),
                        help="address to listen on (default 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")),
+    serve.add_argument("--port", type=port_number, default=os.environ.get("PORT", "3000"),
                        help="HTTP port; in Socket Mode only /health is served there "
                             "(default 3000)")
     serve.add_argument("--log-level", type=_log_level,
@@ -31,10 +33,13 @@ def register(sub: Any) -> None:  # argparse subparsers
 
     doctor = sub.add_parser("doctor", help="check tokens, LLM, data directory and search model",
                             description="Check the Slack tokens (auth.test), the LLM config, "
-                                        "the search model and the data directory; exit 1 when "
-                                        "something is wrong.")
+                                        "the search model, the data directory and the notes; "
+                                        "exit 1 when something is wrong. Without any SLACK_* "
+                                        "setting (a CLI/MCP-only set-up) Slack is not checked.")
     doctor.add_argument("--offline", action="store_true",
                         help="skip the network call to Slack (auth.test)")
+    doctor.add_argument("--local", action="store_true",
+                        help="a CLI/MCP-only set-up: do not check Slack at all")
     doctor.set_defaults(handler=run_doctor)
 
 
@@ -78,26 +83,38 @@ def run_doctor(args: argparse.Namespace) -> int:
     from bot.config import Settings
     from bot.slack.doctor import Check
 
-    checks: list[Check] = asyncio.run(_doctor(Settings(), offline=args.offline))
+    checks: list[Check] = asyncio.run(_doctor(Settings(), offline=args.offline,
+                                              local=args.local))
     width = max(len(c.name) for c in checks)
     for c in checks:
-        mark = "ok  " if c.ok else "FAIL"
+        mark = "FAIL" if not c.ok else "WARN" if c.warn else "ok  "
         print(f"{mark}  {c.name.ljust(width)}  {c.detail}")
-        if not c.ok and c.fix:
+        if (not c.ok or c.warn) and c.fix:
             print(f"      {' ' * width}  fix: {c.fix}")
     bad = [c for c in checks if not c.ok]
     print(f"\n{len(bad)} problem(s) found." if bad else "\nAll good.")
     return 1 if bad else 0
 
 
-async def _doctor(settings: Settings, *, offline: bool) -> list[Any]:
+def _slack_configured(settings: Settings) -> bool:
+    return any((settings.slack_bot_token, settings.slack_app_token,
+                settings.slack_signing_secret))
+
+
+async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> list[Any]:
     from bot.slack.doctor import Check, auth_check, token_checks
 
-    checks = token_checks(settings)
-    if settings.slack_bot_token and offline:
-        checks.append(Check("Slack auth.test", True, "skipped (--offline)"))
-    elif settings.slack_bot_token:
-        checks.append(await auth_check(settings))
+    if local or not _slack_configured(settings):
+        why = "--local" if local else "no SLACK_* setting"
+        checks = [Check("Slack", True, f"not checked ({why}): the CLI and `brain mcp` need no "
+                        "Slack app; `brain serve` does (SLACK_BOT_TOKEN and SLACK_APP_TOKEN or "
+                        "SLACK_SIGNING_SECRET)")]
+    else:
+        checks = token_checks(settings)
+        if settings.slack_bot_token and offline:
+            checks.append(Check("Slack auth.test", True, "skipped (--offline)"))
+        elif settings.slack_bot_token:
+            checks.append(await auth_check(settings))
     checks.append(_llm_check(settings))
     checks.append(_meaning_check(settings))
     checks.extend(await _data_checks(settings))
@@ -152,6 +169,7 @@ async def _data_checks(settings: Settings) -> list[Any]:
                             "set BRAIN_DATA_DIR to a writable folder (in Docker: mount /data)"))
         return checks
     checks.append(_temp_check(settings))
+    checks.append(_notes_check(settings))
     try:
         brain = await Brain.start(settings, with_llm=False)  # opens and migrates the database
         await brain.close()
@@ -174,6 +192,25 @@ def _temp_check(settings: Settings) -> Any:
     detail = (f"removed {len(removed)} left by an interrupted write" if removed
               else "none left by interrupted writes")
     return Check("Vault temp files", True, detail)
+
+
+def _notes_check(settings: Settings) -> Any:
+    """Notes whose frontmatter is not read (broken YAML, YAML aliases, too big or deep, not
+    UTF-8): they are indexed as text; named here so they can be fixed by hand."""
+    from bot.brain import broken_notes
+    from bot.slack.doctor import Check
+
+    root = settings.vault_root
+    if not root.is_dir():
+        return Check("Notes", True, f"{root} does not exist yet")
+    broken = broken_notes(root)
+    if not broken:
+        return Check("Notes", True, "every note's frontmatter reads")
+    shown = "; ".join(f"{rel}: {why}" for rel, why in broken[:5])
+    more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+    return Check("Notes", True, f"{len(broken)} note(s) with frontmatter that is not read "
+                 f"(indexed as text): {shown}{more}", "fix the YAML between the --- lines by "
+                 "hand (no *aliases, plain key: value lines)", warn=True)
 
 
 def _safe_url(url: str) -> str:

@@ -213,12 +213,25 @@ def cmd_update(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if not changes and args.append is None:
         return fail("nothing to update: give key=value pairs and/or --append TEXT")
+    from bot.config import Settings
+    from tools.dates import today_in, with_dates
+
+    try:  # due_date=tomorrow becomes its day, as in a capture; 2026-13-45 is refused
+        changes = with_dates(changes, today_in(Settings().tz))
+    except ValueError as exc:
+        return fail(str(exc))
     return _verb(args, lambda v: v.store.update(args.ref, changes, append_body=args.append),
                  print_entry, writes=True)
 
 
 def _print_move(result: MoveResult) -> None:
-    print(f"moved {result.old_path} -> {result.new_path} ({result.category})")
+    if not result.changed:
+        print(f"{result.new_path} is already in {result.category}: nothing moved")
+    elif result.old_path == result.new_path:
+        print(f"{result.new_path} is now filed as {result.category} (it was already in that "
+              "folder)")
+    else:
+        print(f"moved {result.old_path} -> {result.new_path} ({result.category})")
 
 
 def cmd_move(args: argparse.Namespace) -> int:
@@ -226,7 +239,10 @@ def cmd_move(args: argparse.Namespace) -> int:
 
 
 def _print_backlinks(result: BacklinkList) -> None:
-    print(f"{len(result.backlinks)} note(s) link to {result.target}")
+    notes = len({link.path for link in result.backlinks})
+    links = len(result.backlinks)
+    print(f"{notes} note(s) link to {result.target}"
+          + (f" ({links} links)" if links != notes else ""))
     for link in result.backlinks:
         context = textwrap.shorten(link.context, CONTEXT_MAX, placeholder="…")
         print(f"  {link.path}  ({link.name}): {context}")
@@ -295,7 +311,10 @@ def register(sub: Any) -> None:  # argparse subparsers
     add_common(p)
     p.set_defaults(handler=cmd_list)
 
-    p = sub.add_parser("search", help="full-text and fuzzy search")
+    p = sub.add_parser("search", help="search by words, names (typos too) and meaning",
+                       description="Search notes by their words (full text), their names "
+                                   "(typo-tolerant) and their meaning (sentence vectors), "
+                                   "fused into one ranking.")
     p.add_argument("query", nargs="+", metavar="QUERY")
     p.add_argument("--category", choices=CATEGORIES)
     p.add_argument("--limit", type=positive_limit, default=10)

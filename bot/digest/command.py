@@ -44,8 +44,15 @@ class DigestRequest:
     def changes_settings(self) -> bool:
         return self.action in ("subscribe", "off")
 
-    def reply_to_invalid(self) -> str:
-        return f"{self.problem}\n{USAGE}" if self.problem else USAGE
+    def reply_to_invalid(self, command: str = "/digest") -> str:
+        reply = f"{self.problem}\n{USAGE}" if self.problem else USAGE
+        return worded_for(reply, command)
+
+
+def worded_for(reply: str, command: str) -> str:
+    """A reply in the words of the entry point that asked: `brain digest` instead of Slack's
+    `/digest` (the words after it are the same)."""
+    return reply.replace("/digest", command) if command != "/digest" else reply
 
 
 def _time(text: str) -> tuple[int, int] | None:

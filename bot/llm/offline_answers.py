@@ -15,7 +15,7 @@ from bot.llm.types import Message, ToolResult
 # that identify a note with a pattern rather than a JSON parser. Paths and ids come first in
 # those results, so they survive the shortening.
 _STRING = r'"((?:[^"\\]|\\.)*)"'
-_NEW_PATH = re.compile(r'"newPath"\s*:\s*' + _STRING)
+_NEW_PATH = re.compile(r'"(?:new_path|newPath)"\s*:\s*' + _STRING)  # newPath: older turns
 _PATH = re.compile(r'"path"\s*:\s*' + _STRING)
 _ID = re.compile(r'"id"\s*:\s*' + _STRING)
 # A capture's result: its status, or (when shortened before it) the confidence that precedes it.
@@ -40,7 +40,7 @@ def _unquote(raw: str) -> str:
 def last_filed(messages: list[Message]) -> FiledNote | None:
     """The note this conversation filed or moved most recently, from its tool results: a
     capture's result (`"status": "filed"` or `"needs_review"` with a path) or a move's
-    (`newPath`)."""
+    (`new_path`)."""
     for message in reversed(messages):
         for result in reversed(message.tool_results):
             if result.is_error:
@@ -92,8 +92,9 @@ def _summarise_one(result: ToolResult) -> str:
         total = data.get("total", len(entries))
         noun = "note" if total == 1 else "notes"
         return f"Found {total} {noun}: {_names(entries)}."
-    if "newPath" in data:
-        return f"Moved to {data['newPath']}."
+    moved_to = data.get("new_path") or data.get("newPath")  # newPath: older turns
+    if moved_to:
+        return f"Moved to {moved_to}."
     if isinstance(data.get("backlinks"), list):
         links = data["backlinks"]
         if not links:

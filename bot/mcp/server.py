@@ -2,9 +2,10 @@
 
 The low-level server, not `MCPServer`: the JSON schemas the model gets are the input schemas
 MCP clients get, and every call goes through `brain.tools.call` (the registry's `execute`), so
-a client sees the same validation messages and error results as the model, byte for byte.
-Beside them, `ask` answers a question with checked sources (`brain.answers`, as `brain ask`);
-the loop's own final step (`answer`) is not offered.
+a client sees the same validation messages and error results as the model, byte for byte;
+an unknown tool is the protocol error the MCP spec names (-32602, Invalid params). Beside
+them, `ask` answers a question with checked sources (`brain.answers`, as `brain ask`); the
+loop's own final step (`answer`) is not offered, so it is unknown to a client.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 from mcp import types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
 from tools.registry import TOOLS, Execution, tool_specs
@@ -108,13 +111,9 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
         if params.name == ASK.name:
             return await _ask(brain, user_id, params.arguments)
         tool = TOOLS.get(params.name)
-        if tool is not None and tool.internal:  # not offered, so not there for a client
-            offered = ", ".join(t.name for t in tools)
-            text = json.dumps({"ok": False, "error": {
-                "code": "unknown_tool",
-                "message": f"unknown tool {params.name!r}; valid tools: {offered}"}})
-            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        if tool is not None and not tool.read_only:
+        if tool is None or tool.internal:  # the spec's protocol error for an unknown tool
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if not tool.read_only:
             async with writes:
                 execution = await brain.tools.call(user_id=user_id, name=params.name,
                                                   arguments=params.arguments)

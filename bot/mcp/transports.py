@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 from mcp.server.stdio import stdio_server
 from starlette.requests import Request
@@ -17,6 +18,7 @@ from starlette.routing import Route
 
 from bot.brain import Brain
 from bot.config import Settings
+from bot.mcp.security import BearerToken, check_token, parse_hosts, transport_security
 from bot.mcp.server import build_server
 
 MCP_PATH = "/mcp"
@@ -57,19 +59,27 @@ async def serve_http(settings: Settings, *, user_id: str, vault: Path | None, ho
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"ok": True})
 
+    # Refused before anything starts: off loopback without a token, a bad host list.
+    token = check_token(host, settings.mcp_token)
+    security = transport_security(host, parse_hosts(settings.mcp_allowed_hosts))
     # Bound before the brain starts: a port in use is a clear OSError, not a log line.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.create_server((host, port), family=family)
     try:
         async with _brain(settings, user_id, vault) as brain:
             server = build_server(brain, user_id, version=_version())
-            # The SDK turns on DNS-rebinding protection when host is a loopback address.
-            app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                             custom_starlette_routes=[Route("/health", health)])
+            # DNS-rebinding protection for every bind address (the SDK's own covers only
+            # three loopback names), and the bearer token when one is set.
+            app: Any = server.streamable_http_app(
+                streamable_http_path=MCP_PATH, host=host, transport_security=security,
+                custom_starlette_routes=[Route("/health", health)])
+            if token is not None:
+                app = BearerToken(app, token)
             config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                                     lifespan="on")
-            print(f"brain mcp: serving {user_id!r} on http://{host}:{port}{MCP_PATH}",
-                  file=sys.stderr, flush=True)
+            print(f"brain mcp: serving {user_id!r} on http://{host}:{port}{MCP_PATH} "
+                  f"(Host: {', '.join(h for h in security.allowed_hosts if not h.endswith(':*'))}"
+                  f"{'; bearer token required' if token else ''})", file=sys.stderr, flush=True)
             # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the
             # handler it found; a no-op one lets the database close and the process exit 0.
             previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)

@@ -194,7 +194,7 @@ def moved_blocks(data: dict[str, Any], *, suffix: str = "-moved") -> list[Block]
     name = escape(str(data.get("name") or "note"))
     blocks: list[Block] = [section(f"Moved to *{title(category)}*: {name}",
                                    block_id=f"filed-{entry_id}{suffix}")]
-    path = data.get("newPath") or data.get("path")
+    path = data.get("new_path") or data.get("newPath") or data.get("path")  # newPath: older
     if path:
         blocks.append(context(f"now at `{escape(str(path))}`", block_id=f"conf-{entry_id}{suffix}"))
     if entry_id:

@@ -18,6 +18,7 @@ class Check:
     ok: bool
     detail: str
     fix: str | None = None  # what to do about it, when not ok
+    warn: bool = False  # ok, but worth a look (printed WARN; does not fail the run)
 
 
 def token_checks(settings: Settings) -> list[Check]:

@@ -25,7 +25,9 @@ from bot.slack.home_work import HomeWork
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
-from storage.errors import StorageError  # the Brain's expected failures reach adapters as these
+
+# the Brain's expected failures reach adapters as these
+from storage.errors import StorageError, UnsafePath
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +56,20 @@ class SlackWork:
         if "reply_ts" not in job.result:
             await self.brain.accounts.resumed(user)  # writing to the bot ends a pause
             await web.set_status(self.client, channel, thread_ts, web.THINKING)
-        result = await self.brain.turns.handle(
-            conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
-            text=p["text"], source=permalink(channel, ts), channel=channel,
-            thread_ts=thread_ts, job=job.job)
+        try:
+            result = await self.brain.turns.handle(
+                conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
+                text=p["text"], source=permalink(channel, ts), channel=channel,
+                thread_ts=thread_ts, job=job.job)
+        except UnsafePath as exc:  # the person's vault folder is a link or elsewhere: no retry
+            ref = cards.new_ref()
+            log.error("turn refused (ref %s): %s", ref, exc)
+            await web.post_once(self.client, job, channel, thread_ts, cards.error_message(
+                ref, "I can't open your notes: your vault folder on the server is not a plain "
+                     "folder. Nothing was read or changed; please ask whoever runs this brain "
+                     "to fix it."))
+            await web.set_status(self.client, channel, thread_ts, "")
+            return
         # The turn is stored before its reply is posted: only a run of a job whose turn was
         # already stored (by an earlier run) can find its reply posted.
         posted = await web.post_once(self.client, job, channel, thread_ts,

@@ -16,7 +16,7 @@ import yaml
 
 from storage.embed_text import embed_key, note_extra, texts_for_note
 from storage.links import extract_links, link_key
-from storage.notes import ParsedNote, _find_block, normalise_scalar, parse_note
+from storage.notes import ParsedNote, _find_block, load_yaml, normalise_scalar, parse_note
 from storage.text import clean_values
 from storage.types import CATEGORIES
 
@@ -99,8 +99,8 @@ def read_note(text: str) -> ParsedNote:
     if block is None:
         return parse_note(text)
     try:
-        data = yaml.load(text[block.yaml_start:block.yaml_end], Loader=_FAST_LOADER)  # noqa: S506
-    except Exception:  # any libyaml refusal: the reference parser decides
+        data = load_yaml(text[block.yaml_start:block.yaml_end])
+    except Exception:  # any refusal: the reference parser decides and words the error
         return parse_note(text)
     if data is not None and not isinstance(data, dict):
         return parse_note(text)

@@ -88,7 +88,7 @@ def test_capture_card_names_related_notes_in_a_context_line() -> None:
 
 
 def test_move_result_card() -> None:
-    data = {"oldPath": "projects/a.md", "newPath": "admin/a.md", "category": "admin",
+    data = {"old_path": "projects/a.md", "new_path": "admin/a.md", "category": "admin",
             "id": "e_1", "name": "Call the dentist"}
     msg = cards.turn_message(Turn("", [ex("move", data, "Moved to Admin: Call the dentist")]))
     assert "Moved to *Admin*: Call the dentist" in texts(msg.blocks)

@@ -66,17 +66,17 @@ def tools() -> list[ToolSpec]:
     ("digest", "generate_digest", {"type": "daily"}),
     ("daily digest", "generate_digest", {"type": "daily"}),
     ("weekly review", "generate_digest", {"type": "weekly"}),
-    ("fix: person", "move_entry", {"path": "projects/q3-budget.md", "targetCategory": "people"}),
-    ("fix: ideas", "move_entry", {"path": "projects/q3-budget.md", "targetCategory": "ideas"}),
+    ("fix: person", "move_entry", {"path": "projects/q3-budget.md", "target_category": "people"}),
+    ("fix: ideas", "move_entry", {"path": "projects/q3-budget.md", "target_category": "ideas"}),
     ("fix: project", "move_entry",
-     {"path": "projects/q3-budget.md", "targetCategory": "projects"}),
+     {"path": "projects/q3-budget.md", "target_category": "projects"}),
     ("actually that's an idea", "move_entry",
-     {"path": "projects/q3-budget.md", "targetCategory": "ideas"}),
+     {"path": "projects/q3-budget.md", "target_category": "ideas"}),
     ("Actually, that's a project", "move_entry",
-     {"path": "projects/q3-budget.md", "targetCategory": "projects"}),
-    ("make it admin", "move_entry", {"path": "projects/q3-budget.md", "targetCategory": "admin"}),
+     {"path": "projects/q3-budget.md", "target_category": "projects"}),
+    ("make it admin", "move_entry", {"path": "projects/q3-budget.md", "target_category": "admin"}),
     ("move it to inbox", "move_entry",
-     {"path": "projects/q3-budget.md", "targetCategory": "inbox"}),
+     {"path": "projects/q3-budget.md", "target_category": "inbox"}),
     ("backlinks to Sara", "list_backlinks", {"path": "Sara"}),
     ("what links to projects/q3-budget.md?", "list_backlinks",
      {"path": "projects/q3-budget.md"}),
@@ -144,7 +144,7 @@ def test_last_filed_comes_from_the_conversation() -> None:
 
 def test_last_filed_follows_a_move_and_ignores_lists_and_errors() -> None:
     moved = _turn("fix: project", ToolCall("c3", "move_entry", {}),
-                  '{"ok": true, "oldPath": "ideas/pod cast.md", "newPath": '
+                  '{"ok": true, "old_path": "ideas/pod cast.md", "new_path": '
                   '"projects/pod cast.md", "id": "e_2", "name": "Pod"}')
     listed = _turn("find pod", ToolCall("c4", "search_entries", {}),
                    '{"ok": true, "entries": [{"path": "admin/x.md", "id": "e_9", '
@@ -173,7 +173,7 @@ async def test_a_correction_moves_the_note_filed_in_the_conversation() -> None:
     completion = await OfflineProvider(today=WED).complete("", history, tools())
     (call,) = completion.tool_calls
     assert (call.name, call.arguments) == (
-        "move_entry", {"path": "ideas/pod cast.md", "targetCategory": "projects"})
+        "move_entry", {"path": "ideas/pod cast.md", "target_category": "projects"})
 
 
 # ---------------------------------------------------------------- the provider
@@ -203,7 +203,7 @@ async def test_first_iteration_calls_a_tool_then_summarises() -> None:
      False, "Filed to projects/x.md."),
     ('{"ok": true, "path": "inbox/x.md", "status": "needs_review"}', False,
      "Saved to the inbox for review: inbox/x.md."),
-    ('{"ok": true, "oldPath": "ideas/x.md", "newPath": "projects/x.md"}', False,
+    ('{"ok": true, "old_path": "ideas/x.md", "new_path": "projects/x.md"}', False,
      "Moved to projects/x.md."),
     ('{"ok": true, "entries": [], "total": 0}', False, "No matching notes found."),
     ('{"ok": false, "error": {"code": "not_found", "message": "No note matches \'zz\'"}}',

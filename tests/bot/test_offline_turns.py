@@ -27,7 +27,7 @@ async def test_offline_turns_capture_ask_and_correct(tmp_path: Path) -> None:
         (move,) = moved.executions
         assert move.tool == "move_entry" and move.status == "ok", move.content
         assert move.output is not None
-        assert move.output.data["newPath"] == "projects/gamify-code-reviews.md"
+        assert move.output.data["new_path"] == "projects/gamify-code-reviews.md"
 
         asked = await brain.turns.handle(conversation_key=key, user_id="u1",
                                    text="find the note about code reviews")

@@ -137,7 +137,7 @@ def test_any_text_through_every_writing_tool_parses_back(tmp_path: Path, text: s
                 "path": ref, "updates": {"context": value, "mood": tag},
                 "append": text})
             moved = await execute(ctx, "c3", "move_entry", {"path": ref,
-                                                            "targetCategory": "ideas"})
+                                                            "target_category": "ideas"})
             for ex in (updated, moved):
                 assert ex.status == "ok" or (ex.error or {}).get("code") == "invalid", ex.error
             for path in root.rglob("*.md"):

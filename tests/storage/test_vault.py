@@ -180,7 +180,7 @@ def test_update_refuses_bad_values_and_changes_nothing(vault: Vault) -> None:
 
 def test_update_refuses_broken_yaml(odd_vault: Vault) -> None:
     path = odd_vault.root / "notes" / "broken-yaml.md"
-    with pytest.raises(InvalidValue, match="not valid YAML"):
+    with pytest.raises(InvalidValue, match="frontmatter that cannot be read"):
         odd_vault.update("notes/broken-yaml.md", {"status": "done"})
     assert path.read_text() == ODD_NOTES["broken-yaml.md"]
 

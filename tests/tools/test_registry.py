@@ -131,7 +131,7 @@ async def test_missing_required_and_wrong_types(ctx: ToolContext) -> None:
         "limit: 0 is less than the minimum of 1"]
     ex = await execute(ctx, "c1", "move_entry", {"path": 3})
     assert ex.error is not None
-    assert "arguments: 'targetCategory' is a required property" in ex.error["details"]
+    assert "arguments: 'target_category' is a required property" in ex.error["details"]
     assert "path: 3 is not of type 'string'" in ex.error["details"]
     ex = await execute(ctx, "c1", "update_entry", {"path": "x", "updates": {"tags": [1]}})
     assert ex.error is not None and ex.error["details"][0].startswith("updates.tags: ")
@@ -159,7 +159,7 @@ async def test_ambiguous_name_returns_candidates_and_changes_nothing(
     before = snapshot(vault_root)
 
     for name, arguments in (("update_entry", {"updates": {"status": "done"}}),
-                            ("move_entry", {"targetCategory": "ideas"})):
+                            ("move_entry", {"target_category": "ideas"})):
         ex = await execute(ctx, "c1", name, {"path": "Budget", **arguments})
         assert ex.status == "error" and ex.error is not None
         assert ex.error["code"] == "ambiguous"
@@ -177,7 +177,7 @@ async def test_unsafe_path_reads_nothing(ctx: ToolContext, tmp_path: Path,
     for ref in ("../secret.md", "../../etc/passwd", str(tmp_path / "secret.md")):
         for name, arguments in (("get_entry", {}), ("list_backlinks", {}),
                                 ("update_entry", {"updates": {"status": "x"}}),
-                                ("move_entry", {"targetCategory": "ideas"})):
+                                ("move_entry", {"target_category": "ideas"})):
             ex = await execute(ctx, "c1", name, {"path": ref, **arguments})
             assert ex.status == "error" and ex.error is not None, (name, ref)
             assert ex.error["code"] in ("unsafe_path", "not_found"), ex.error

@@ -317,23 +317,23 @@ async def test_move_refiles_and_marks_the_receipt_fixed(
     assert cap.output is not None
     old = cap.output.data["path"]
 
-    ex = await call(ctx, "move_entry", path=cap.output.data["id"], targetCategory="admin")
+    ex = await call(ctx, "move_entry", path=cap.output.data["id"], target_category="admin")
     assert ex.status == "ok", ex.content
     data = ex.output.data if ex.output else {}
-    assert data["oldPath"] == old and data["newPath"].startswith("admin/")
+    assert data["old_path"] == old and data["new_path"].startswith("admin/")
     assert data["name"] == "Espresso place" and data["category"] == "admin"
-    assert not (vault_root / old).exists() and (vault_root / data["newPath"]).is_file()
+    assert not (vault_root / old).exists() and (vault_root / data["new_path"]).is_file()
     row = await receipts(db, cap.output.data["id"])
     assert row is not None
-    assert (row.status, row.category, row.path) == ("fixed", "admin", data["newPath"])
+    assert (row.status, row.category, row.path) == ("fixed", "admin", data["new_path"])
 
 
 async def test_move_of_a_hand_written_note_needs_no_receipt(
         ctx: ToolContext, vault_root: Path) -> None:
     write_note(vault_root, "people/sara-lee.md", PERSON)
-    ex = await call(ctx, "move_entry", path="people/sara-lee.md", targetCategory="projects")
+    ex = await call(ctx, "move_entry", path="people/sara-lee.md", target_category="projects")
     assert ex.status == "ok", ex.content
-    assert ex.output is not None and ex.output.data["newPath"].startswith("projects/")
+    assert ex.output is not None and ex.output.data["new_path"].startswith("projects/")
 
 
 # ------------------------------------------------------------------ generate_digest
