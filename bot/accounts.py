@@ -116,9 +116,12 @@ class Accounts:
             else:
                 child.unlink()
         await store.refresh()  # the index forgets the files that went
+        vectors = await store.drop_vectors()
         async with self.core.db.session() as s:
             rows = await user_data.forget(s, user_id)
             await s.commit()
+        rows["index_vectors"] = vectors
+        await user_data.scrub(self.core.db.engine)  # the words leave FTS segments and the WAL
         if root != Path(self.core.settings.vault_root).resolve():
             shutil.rmtree(root, ignore_errors=True)  # their own folder; never the shared root
         self.core.forget_store(user_id)

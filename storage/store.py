@@ -118,6 +118,17 @@ class Store:
         async with _lock(self.index.key):
             return await self._locked_refresh()
 
+    async def drop_vectors(self) -> int:
+        """Forget every vector of this vault (any model): `brain forget`, after the files went
+        (a vector is kept by its text's hash, so removing notes alone leaves it)."""
+        from storage.index import vector_cache, vector_rows
+
+        async with _lock(self.index.key), self.db.session() as session:
+            removed = await vector_rows.drop_vault(session, self.index.key)
+            await session.commit()
+            vector_cache.forget(vector_cache.database_url(session), self.index.key)
+        return removed
+
     def _trusted(self) -> bool:
         last = last_scan(self.db, self.index.key)
         if last is None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import delete, select, text, update
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.models import (
     Capture,
@@ -120,6 +120,28 @@ async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:
         counts[name] = rowcount(await s.execute(delete(model).where(
             model.user_id == user_id)))
     return counts
+
+
+# Tables a forget deletes from: on PostgreSQL their dead rows are vacuumed away at once.
+_FORGOTTEN_IN = ("index_notes", "index_links", "index_vectors", "conversations", "turns",
+                 "messages", "tool_runs", "captures", "jobs", "reminders")
+
+
+async def scrub(engine: AsyncEngine) -> None:
+    """After a forget (rows and index rows deleted, committed): the deleted words leave the
+    database's own structures too. SQLite's FTS5 keeps a deleted note's words in its segments
+    until they are merged ('optimize' merges them all), and the write-ahead log keeps old pages
+    until a checkpoint; PostgreSQL keeps dead rows until VACUUM. (A SQLite file's free pages
+    may still hold deleted bytes until `VACUUM`; docs/operations.md.)"""
+    if engine.dialect.name == "sqlite":
+        async with engine.connect() as conn:
+            await conn.execute(text("INSERT INTO index_fts(index_fts) VALUES ('optimize')"))
+            await conn.commit()
+            await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        return
+    async with engine.connect() as conn:
+        auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await auto.execute(text(f"VACUUM {', '.join(_FORGOTTEN_IN)}"))
 
 
 async def prune(s: AsyncSession, older_than: datetime) -> dict[str, int]:

@@ -60,6 +60,10 @@ class ToolContext:
     # only these may be cited by the model's answer.
     returned: dict[str, dict[str, str]] = field(default_factory=dict)
     _ids_given: int = field(default=0, repr=False)
+    # Changes to existing notes (updates, moves) this context has made: one message may make
+    # at most MAX_CHANGES_PER_TURN (tools/registry.py), so a prompt injected into a pasted or
+    # saved text cannot rewrite a whole vault in one go.
+    changes_made: int = field(default=0, repr=False)
 
     def saw(self, data: Any) -> None:
         """Remember the notes a tool's result names (any object with a path and a name)."""
@@ -142,6 +146,12 @@ class Tool:
     read_only: bool = True  # safe to run concurrently with others
     repair: Repair | None = None
     internal: bool = False  # the loop's own final step: not offered to MCP clients
+    additive: bool = False  # only adds notes (a capture): never changes or removes one
+
+    @property
+    def destructive(self) -> bool:
+        """Changes or moves a note that exists (bounded per turn; MCP's destructive hint)."""
+        return not self.read_only and not self.additive
 
 
 # Schema fragments reused by several tools; short descriptions keep the prompt small.

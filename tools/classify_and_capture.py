@@ -243,4 +243,4 @@ _HINT_VALIDATORS = {key: Draft202012Validator(sub)
                     for key, sub in SCHEMA["properties"]["hints"]["properties"].items()}
 
 TOOL = Tool(name="classify_and_capture", description=DESCRIPTION, parameters=SCHEMA, run=run,
-            terminal=True, read_only=False, repair=repair)
+            terminal=True, read_only=False, repair=repair, additive=True)

@@ -29,8 +29,6 @@ INSTRUCTIONS = (
     "inbox). Capture new thoughts with classify_and_capture; search_entries, list_entries and "
     "get_entry read them back; update_entry and move_entry change one note."
 )
-# Tools that only add notes: a capture never changes or removes what is there.
-ADDITIVE = frozenset({"classify_and_capture"})
 
 
 def _title(name: str) -> str:
@@ -72,7 +70,7 @@ def tool_list() -> list[types.Tool]:
         annotations = types.ToolAnnotations(
             title=_title(tool.name),
             read_only_hint=tool.read_only,
-            destructive_hint=None if tool.read_only else tool.name not in ADDITIVE,
+            destructive_hint=None if tool.read_only else tool.destructive,
             open_world_hint=False,  # the user's own vault, nothing beyond it
         )
         out.append(types.Tool(name=spec["name"], title=_title(tool.name),

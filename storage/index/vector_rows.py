@@ -232,6 +232,14 @@ async def prune(session: AsyncSession, vault: str, model: str) -> int:
     return removed
 
 
+async def drop_vault(session: AsyncSession, vault: str) -> int:
+    """Delete every vector of the vault, of every model (its owner is forgotten)."""
+    result = await session.execute(text("DELETE FROM index_vectors WHERE vault = :v"),
+                                   {"v": vault})
+    await bump(session, vault)
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 async def generations(session: AsyncSession) -> dict[str, tuple[int, int]]:
     """vault -> (generation, vector_generation), every vault (few rows)."""
     result = await session.execute(text(
