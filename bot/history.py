@@ -14,8 +14,16 @@ from typing import Any
 
 from bot.llm.types import Message, ToolCall, ToolResult
 
+# Marks the replies the app wrote itself (receipts of what its tools did, the rescue, error
+# notices) in the history sent to the model, so a model does not copy them as its own words.
+RECEIPT_MARK = "[app receipt: written by the app from its tool runs, not by the assistant] "
 INTERRUPTED = "tool did not complete (the turn was interrupted); its outcome is unknown"
 OLD_RESULT_CHARS = 300  # tool results of older turns are shortened to this
+
+
+def receipt_message(text: str) -> Message:
+    """An assistant message the app wrote: stored (and sent back) with the mark."""
+    return Message(role="assistant", content=RECEIPT_MARK + text if text else text)
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

@@ -7,7 +7,9 @@ a failure seen in practice (../shared/fixtures/llm/pitfalls.md):
 - the same call with the same arguments is not run twice in a turn;
 - a round whose calls are all terminal and succeeded ends the turn without another LLM call;
 - read-only calls of a round run concurrently, the others one at a time, results in call order;
-- at the iteration cap, one last call with tools disabled asks for an answer from what it has.
+- at the iteration cap, one last call with tools disabled asks for an answer from what it has;
+- a round that fails (the provider raised) ends the turn with what it did so far: the error
+  is in `LoopOutcome.error`, the earlier calls and tool runs stay in the record.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
+from bot.history import receipt_message
 from bot.llm.types import (
     Completion,
+    LLMError,
     Message,
     Provider,
     ToolCall,
@@ -47,6 +51,7 @@ class LoopOutcome:
     llm_calls: int = 0
     capped: bool = False
     stop_reason: str = "end_turn"  # of the last completion ("refusal", "max_tokens", ...)
+    error: LLMError | None = None  # the provider failed on this round: the turn stopped there
 
 
 def _call_key(call: ToolCall) -> str:
@@ -123,6 +128,18 @@ async def run_turn(
         outcome.stop_reason = completion.stop_reason
         return completion
 
+    try:
+        return await _rounds(outcome, ask, system, tool_list, execute, seen, max_iterations,
+                             first_tool_choice, terminal, parallel)
+    except LLMError as exc:
+        outcome.error = exc
+        return outcome
+
+
+async def _rounds(outcome: LoopOutcome, ask: Callable[[ToolChoice, str], Awaitable[Completion]],
+                  system: str, tool_list: list[ToolSpec], execute: Executor, seen: set[str],
+                  max_iterations: int, first_tool_choice: ToolChoice,
+                  terminal: Collection[str], parallel: Collection[str]) -> LoopOutcome:
     for iteration in range(max_iterations):
         completion = await ask(first_tool_choice if iteration == 0 else "auto", system)
         if not completion.tool_calls:
@@ -144,7 +161,7 @@ async def run_turn(
             # The result renders itself; the stored reply keeps path and confidence so the
             # next turn (and `brain log`) can see where the note went.
             outcome.text = "\n".join(_rendered(e) for e in executions)
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
+            outcome.messages.append(receipt_message(outcome.text))
             return outcome
         if all(e.error and e.error.get("message") == REPEATED for e in executions):
             break  # the model is going round in circles: make it answer now

@@ -14,21 +14,27 @@ from bot import corrections
 from bot.answers.final import cite_prose, needs_citations
 from bot.conversations import Conversations
 from bot.core import Core
-from bot.history import build_history, stored_message
+from bot.history import build_history, receipt_message, stored_message
 from bot.index_keeper import IndexKeeper
 from bot.jobs import JobRow
 from bot.llm.types import LLMError, Message, ToolCall, ToolSpec
 from bot.loop import LoopOutcome, run_turn
 from bot.prompts import system_prompt
+from bot.replies import wording
 from bot.tool_calls import ToolCalls
 from bot.turns import (
+    ANSWERED_WITHOUT_FILING,
     TurnResult,
+    applied_by_rules,
+    changed_note,
     direct_move_outcome,
     filed_notes,
     kept,
     looks_like_thought,
     message_view,
+    not_a_new_note,
     rescue_text,
+    told_truth,
     trouble,
     with_filed_summary,
 )
@@ -83,16 +89,23 @@ class TurnRunner:
                                  job_key=job.key if job else None,
                                  job_attempt=job.attempts if job else 1)
 
+        # In the thread of a filed note, a reply that reads as a change to it is applied to
+        # it (by the model, else by the rules below), never filed as a new note.
+        note = filed[-1] if filed else None
+        change = corrections.read(text, today=self.core.today()) if note else None
+        unclear = note is not None and change is None and corrections.sounds_like_change(text)
+
         async def run_call(call: ToolCall) -> Execution:
+            if note is not None and (change or unclear) and call.name == "classify_and_capture":
+                return not_a_new_note(call, note)
             return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
 
-        outage: str | None = None
+        failure: LLMError | None = None
         rescued: str | None = None
         direct = corrections.parse_fix(text)
         try:
-            if direct is not None and filed:
+            if direct is not None and note is not None:
                 # "fix: projects" needs no LLM call: move the latest note of this thread.
-                note = filed[-1]
                 call = ToolCall(id="direct_fix_1", name="move_entry",
                                 arguments={"path": note.id or note.path,
                                            "target_category": direct})
@@ -106,59 +119,79 @@ class TurnRunner:
                                          user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations,
                                          terminal=self._terminal, parallel=self._parallel)
-                if not self.core.offline and needs_citations(outcome, self._parallel):
-                    await cite_prose(self.core.provider, system=system, history=history,
-                                     outcome=outcome, execute=run_call,
-                                     returned=bool(ctx.returned))
-            reason = None if kept(outcome) else trouble(outcome)
-        except LLMError as exc:
-            log.warning("LLM unreachable (%s) in turn %s", exc.kind, turn_id)
-            outage = exc.kind
-            outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
-            reason = f"the language model is unreachable ({exc.kind})"
+                if (outcome.error is None and not self.core.offline
+                        and needs_citations(outcome, self._parallel)):
+                    try:
+                        await cite_prose(self.core.provider, system=system, history=history,
+                                         outcome=outcome, execute=run_call,
+                                         returned=bool(ctx.returned))
+                    except LLMError as exc:  # the prose stays unchecked: never shown
+                        outcome.error = exc
+            failure = outcome.error
+            reason: str | None
+            if failure is not None:
+                log.warning("LLM %s in turn %s: %s", failure.kind, turn_id,
+                            failure.server_message or failure.message)
+                reason = wording.reason(failure)
+            else:
+                reason = None if kept(outcome) else trouble(outcome)
         except Exception:
             # A bug must not cost the user their thought: log it, and rescue below.
             log.exception("turn %s failed", turn_id)
             outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
             reason = "an internal error"
-        if reason is not None and looks_like_thought(text):
+        if note is not None and (change or unclear) and not changed_note(outcome):
+            if change is not None:
+                name, arguments = change.call(note.id or note.path)
+                call = ToolCall(id="rule_fix_1", name=name, arguments=arguments)
+                applied_by_rules(outcome, call, await run_call(call))
+            else:
+                outcome.text = corrections.question(note.name)
+                outcome.messages.append(receipt_message(outcome.text))
+        elif reason is not None and looks_like_thought(text):
             rescued = reason
-            await self._rescue(ctx, text, reason, outcome, outage=outage)
-        elif outage is not None:
-            outcome.text = (f"I can't reach the language model right now ({outage}). "
-                            "That looked like a question or command, so nothing was saved; "
-                            "please try again in a moment.")
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
+            await self._rescue(ctx, text, reason, outcome, failure=failure)
+        elif failure is not None:
+            outcome.text = wording.nothing_saved(failure)
+            outcome.messages.append(receipt_message(outcome.text))
         elif reason == "an internal error":
             outcome.text = "Something went wrong on my side; nothing was saved. Please try again."
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
+            outcome.messages.append(receipt_message(outcome.text))
         else:
+            told_truth(outcome)
             outcome.text = with_filed_summary(outcome) or NO_ANSWER
+        outage = failure.kind if failure is not None else None
         result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
                             turn_id, outage=outage, rescued=rescued)
-        status = "outage" if outage else ("rescued" if rescued else "ok")
+        status = (("outage" if wording.is_outage(failure) else "refused") if failure
+                  else ("rescued" if rescued else "ok"))
         await self.conversations.finish(conv.id, turn_id, outcome, status=status,
                            job_id=job.id if job else None, result=result,
                            job_owner=job.lease_owner if job else None)
         return result
 
     async def _rescue(self, ctx: ToolContext, text: str, reason: str, outcome: LoopOutcome,
-                      *, outage: str | None) -> None:
-        """File the message to the inbox with the reason; the reply says so plainly."""
-        output = await file_thought(ctx, text, {}, inbox_reason=reason)
+                      *, failure: LLMError | None) -> None:
+        """Keep the message: when the model answered without filing it, by the rules'
+        category (the inbox when they are unsure); otherwise in the inbox with the reason.
+        The reply says so plainly, from what the filing returned."""
+        by_rules = reason == ANSWERED_WITHOUT_FILING
+        output = await file_thought(ctx, text, {},
+                                    inbox_reason=None if by_rules else reason)
         outcome.executions.append(Execution(
             call_id="rescue", tool="classify_and_capture", arguments=None, status="ok",
             output=output, error=None, content=json.dumps({"ok": True, **output.data}),
             duration_ms=0.0))
         path = str(output.data.get("path"))
-        if outage is not None:
-            outcome.text = (f"I can't reach the language model right now ({outage}), so I "
-                            f"saved your note to the inbox: {path}. Nothing is lost; "
-                            "you can file it later.")
+        if failure is not None:
+            outcome.text = wording.saved_anyway(failure, path)
+        elif by_rules:
+            outcome.text = (f"The model answered without filing this, so I filed it by my "
+                            f"rules: {output.text} [{path}]")
         else:
             outcome.text = rescue_text(reason, path)
         last = outcome.messages[-1] if outcome.messages else None
         if last is not None and last.role == "assistant" and not last.tool_calls:
-            outcome.messages[-1] = Message(role="assistant", content=outcome.text)
+            outcome.messages[-1] = receipt_message(outcome.text)
         else:
-            outcome.messages.append(Message(role="assistant", content=outcome.text))
+            outcome.messages.append(receipt_message(outcome.text))

@@ -11,13 +11,16 @@ more than happened.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.history import receipt_message
 from bot.llm.types import Message, ToolCall, ToolResult, Usage
 from bot.loop import LoopOutcome
 from bot.prompts import FiledNote
+from bot.replies.truth import truthful
 from tools.base import ToolOutput
 from tools.intent import route
 from tools.registry import Execution, keeping_names
@@ -25,6 +28,7 @@ from tools.registry import Execution, keeping_names
 if TYPE_CHECKING:
     from storage.repositories import CaptureRow
 
+ANSWERED_WITHOUT_FILING = "the model answered without filing it"
 MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
 # Tools whose success means the user's words were kept (filed, or written into a note).
 KEEPING_TOOLS = keeping_names()  # the registry's tools that change a note
@@ -124,7 +128,7 @@ def trouble(outcome: LoopOutcome) -> str | None:
     if not outcome.text.strip():
         return "the model gave no answer"
     if not outcome.executions:
-        return "the model answered without filing it"
+        return ANSWERED_WITHOUT_FILING
     return None
 
 
@@ -145,6 +149,13 @@ def with_filed_summary(outcome: LoopOutcome) -> str:
 def direct_move_outcome(text: str, call: ToolCall, execution: Execution) -> LoopOutcome:
     """The turn of a `fix: <category>` that needed no LLM call, as if the model had made it."""
     outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
+    applied_by_rules(outcome, call, execution)
+    return outcome
+
+
+def applied_by_rules(outcome: LoopOutcome, call: ToolCall, execution: Execution) -> None:
+    """A change the rules made (a `fix:`, a correction the model did not apply) joins the
+    turn as a call and its result; the reply is written from the result."""
     outcome.messages.append(Message(role="assistant", tool_calls=(call,)))
     outcome.messages.append(Message(role="tool", tool_results=(
         ToolResult(call.id, call.name, execution.content, is_error=execution.status != "ok"),)))
@@ -153,9 +164,39 @@ def direct_move_outcome(text: str, call: ToolCall, execution: Execution) -> Loop
         outcome.text = execution.output.text
     else:
         message = (execution.error or {}).get("message", "unknown error")
-        outcome.text = f"I couldn't move that note: {message}"
-    outcome.messages.append(Message(role="assistant", content=outcome.text))
-    return outcome
+        outcome.text = f"I couldn't change that note: {message}"
+    outcome.messages.append(receipt_message(outcome.text))
+
+
+def changed_note(outcome: LoopOutcome) -> bool:
+    """Did the model change an existing note in this turn (moved or updated one)?"""
+    return any(e.status == "ok" and e.tool in ("move_entry", "update_entry")
+               for e in outcome.executions)
+
+
+def not_a_new_note(call: ToolCall, note: FiledNote) -> Execution:
+    """The answer to a capture of a reply that corrects the thread's note: not run."""
+    message = (f"not filed: this message changes the note {note.path} (id {note.id}) filed "
+               "in this conversation. Apply it to that note with update_entry (name, "
+               "due_date, status, ...) or move_entry (category); do not file a new note.")
+    error = {"code": "correction", "message": message}
+    return Execution(call_id=call.id, tool=call.name, arguments=call.arguments, status="error",
+                     output=None, error=error, content=json.dumps({"ok": False, "error": error}),
+                     duration_ms=0.0)
+
+
+def told_truth(outcome: LoopOutcome) -> None:
+    """The model's reply without a sentence that claims what this turn did not do; the
+    stored reply, when it had to be corrected, is marked as the app's."""
+    text, corrected = truthful(outcome.text, outcome.executions)
+    if not corrected:
+        return
+    outcome.text = text
+    last = outcome.messages[-1] if outcome.messages else None
+    if last is not None and last.role == "assistant" and not last.tool_calls:
+        outcome.messages[-1] = receipt_message(text)
+    elif text:
+        outcome.messages.append(receipt_message(text))
 
 
 def filed_notes(captures: list[CaptureRow]) -> list[FiledNote]:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import anthropic
 
+from bot.llm.dialects import Dialect, StructuredMode
 from bot.llm.sdk_provider import Reply, SDKProvider
 from bot.llm.types import (
     Message,
@@ -119,7 +120,7 @@ class AnthropicProvider(SDKProvider):
         return translate_tool_choice(choice)
 
     def request_base(self, system: str, messages: list[Message],
-                     options: RequestOptions | None) -> dict[str, Any]:
+                     options: RequestOptions | None, dialect: Dialect) -> dict[str, Any]:
         max_tokens = self.config.params.get("max_tokens", DEFAULT_MAX_TOKENS)
         if options is not None and options.max_tokens is not None:
             max_tokens = options.max_tokens
@@ -129,7 +130,8 @@ class AnthropicProvider(SDKProvider):
             body["system"] = system
         return body
 
-    def response_format(self, options: RequestOptions) -> dict[str, Any]:
+    def response_format(self, options: RequestOptions, mode: StructuredMode,
+                        dialect: Dialect) -> dict[str, Any]:
         return {"output_config": {"format": {"type": "json_schema",
                                              "schema": options.response_schema}}}
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from bot.llm.dialects import DIALECTS
 from bot.llm.types import (
     OFFLINE_CONFIG,
     AuthError,
@@ -86,6 +87,9 @@ def _check(config: LLMConfig, where: str) -> LLMConfig:
         value = getattr(config, name)
         if value is not None and not isinstance(value, str):
             raise bad(name, "must be a string or null")
+    if config.dialect is not None and config.dialect not in DIALECTS:
+        raise bad("dialect", f"must be one of {', '.join(sorted(DIALECTS))}, "
+                             f"got {config.dialect!r}")
     if not isinstance(config.params, dict):
         raise bad("params", "must be a mapping")
     if not isinstance(config.default_tool_name, str) or not config.default_tool_name:
@@ -202,6 +206,8 @@ def make_provider(config: LLMConfig, settings: Settings) -> Provider:
     if config.api_key_env:
         key = _setting(settings, _KEY_FIELDS.get(config.api_key_env)) \
             or os.environ.get(config.api_key_env) or None
+    if not key and config.api_key_env is None and config.base_url:
+        key = "no-key"  # a local server (llama.cpp, Ollama, vLLM) asks for none
     if not key:
         return MissingKeyProvider(config)
     base_url = config.base_url

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import openai
 
+from bot.llm.dialects import Dialect, StructuredMode
 from bot.llm.sdk_provider import Reply, SDKProvider
 from bot.llm.types import (
     Message,
@@ -35,7 +36,10 @@ def error_text(result_content: str, is_error: bool) -> str:
     return content
 
 
-def translate_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+def translate_messages(system: str, messages: list[Message],
+                       empty_content: str | None = None) -> list[dict[str, Any]]:
+    """`empty_content`: what an assistant message that only calls tools says (OpenAI takes
+    null; llama-cpp-python's server answers null with HTTP 500, every server takes "")."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
@@ -43,7 +47,8 @@ def translate_messages(system: str, messages: list[Message]) -> list[dict[str, A
         if message.role == "user":
             out.append({"role": "user", "content": message.content or ""})
         elif message.role == "assistant":
-            item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            item: dict[str, Any] = {"role": "assistant",
+                                    "content": message.content or empty_content}
             if message.tool_calls:
                 item["tool_calls"] = [
                     {"id": call.id, "type": "function",
@@ -113,14 +118,21 @@ class OpenAIProvider(SDKProvider):
         return translate_tool_choice(choice)
 
     def request_base(self, system: str, messages: list[Message],
-                     options: RequestOptions | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model,
-                                "messages": translate_messages(system, messages)}
+                     options: RequestOptions | None, dialect: Dialect) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": translate_messages(system, messages, dialect.empty_content)}
         if options is not None and options.max_tokens is not None:
-            body["max_completion_tokens"] = options.max_tokens
+            body[dialect.token_param] = options.max_tokens
         return body
 
-    def response_format(self, options: RequestOptions) -> dict[str, Any]:
+    def response_format(self, options: RequestOptions, mode: StructuredMode,
+                        dialect: Dialect) -> dict[str, Any]:
+        if mode == "json_object":
+            fmt: dict[str, Any] = {"type": "json_object"}
+            if dialect.schema_in_json_object:  # llama.cpp servers constrain the output by it
+                fmt["schema"] = options.response_schema
+            return {"response_format": fmt}
         return {"response_format": {
             "type": "json_schema",
             "json_schema": {"name": options.response_name,

@@ -10,13 +10,17 @@ implements the hooks; it stays the only module that imports its SDK.
 from __future__ import annotations
 
 import json
+import logging
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as replaced
 from types import ModuleType
 from typing import Any, ClassVar
 
+from bot.llm import repair
+from bot.llm.dialects import DIALECTS, Dialect, StructuredMode, dialect_for
 from bot.llm.errors import map_sdk_error
 from bot.llm.types import (
     BadRequest,
@@ -31,6 +35,8 @@ from bot.llm.types import (
     Usage,
     requested_tools,
 )
+
+log = logging.getLogger(__name__)
 
 PAYLOAD_CACHE_SIZE = 16  # distinct tool lists per provider; a process uses one or two
 
@@ -105,6 +111,11 @@ class SDKProvider(ABC):
             kwargs["base_url"] = base_url
         self.client = self.make_client(kwargs)
         self.payloads = ToolPayloads(self.translate_tools)
+        # What this connection's server accepts; both step down when it refuses a request,
+        # and stay there for the life of the connection.
+        self.dialect: Dialect = dialect_for(config.provider, config.dialect,
+                                            base_url or config.base_url)
+        self.structured_mode: StructuredMode | None = None
 
     # ------------------------------------------------------------ the adapter's wire details
 
@@ -120,12 +131,14 @@ class SDKProvider(ABC):
 
     @abstractmethod
     def request_base(self, system: str, messages: list[Message],
-                     options: RequestOptions | None) -> dict[str, Any]:
-        """model, messages (and system, token limit) in the wire format."""
+                     options: RequestOptions | None, dialect: Dialect) -> dict[str, Any]:
+        """model, messages (and system, token limit) in the wire format of `dialect`."""
 
     @abstractmethod
-    def response_format(self, options: RequestOptions) -> dict[str, Any]:
-        """The body fields asking for structured output of `options.response_schema`."""
+    def response_format(self, options: RequestOptions, mode: StructuredMode,
+                        dialect: Dialect) -> dict[str, Any]:
+        """The body fields asking for structured output of `options.response_schema` in
+        `mode` ("json_schema" or "json_object")."""
 
     @abstractmethod
     async def send(self, body: dict[str, Any], extra: dict[str, Any] | None) -> Any:
@@ -138,9 +151,16 @@ class SDKProvider(ABC):
 
     def build_request(self, system: str, messages: list[Message], tools: list[ToolSpec],
                       tool_choice: ToolChoice = "auto",
-                      options: RequestOptions | None = None) -> dict[str, Any]:
-        """The request body as it goes on the wire (without config params)."""
-        body = self.request_base(system, messages, options)
+                      options: RequestOptions | None = None, *,
+                      dialect: Dialect | None = None,
+                      mode: StructuredMode = "json_schema") -> dict[str, Any]:
+        """The request body as it goes on the wire (without config params). Structured output
+        in `mode`; a "tool" mode request arrives here already turned into a tool schema."""
+        dialect = dialect or self.dialect
+        if options is not None and options.response_schema is not None \
+                and mode == "json_object":
+            system = (system + "\n\n" if system else "") + schema_instruction(options)
+        body = self.request_base(system, messages, options, dialect)
         offered, choice = requested_tools(tools, tool_choice, options,
                                           self.config.default_tool_name)
         if offered:
@@ -148,20 +168,73 @@ class SDKProvider(ABC):
             # An injected schema is a one-off list: translating it is cheap, caching it is not.
             body["tools"] = (self.translate_tools(offered) if injected
                              else self.payloads.get(offered))
+            if not dialect.forced_choice and choice not in ("auto", "none"):
+                choice = "auto"
             body["tool_choice"] = self.translate_tool_choice(choice)
         if options is not None and options.response_schema is not None:
-            body.update(self.response_format(options))
+            body.update(self.response_format(options, mode, dialect))
         return body
 
     async def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
                        tool_choice: ToolChoice = "auto",
                        options: RequestOptions | None = None) -> Completion:
-        body = self.build_request(system, messages, tools, tool_choice, options)
+        if options is None or options.response_schema is None:
+            return await self._send(system, messages, tools, tool_choice, options,
+                                    "json_schema")
+        # Structured output: down the dialect's ladder from the mode that last worked.
+        ladder = self.dialect.structured
+        start = ladder.index(self.structured_mode) if self.structured_mode in ladder else 0
+        for mode in ladder[start:]:
+            effective = options if mode != "tool" else replaced(
+                options, tool_schema=options.response_schema, tool_name=options.response_name,
+                tool_description="Give your answer as the input of this tool.",
+                response_schema=None, tool_choice=None)
+            try:
+                completion = await self._send(system, messages, tools, tool_choice, effective,
+                                              mode)
+            except BadRequest as exc:
+                if mode == ladder[-1]:
+                    raise
+                log.warning("%s refused structured output as %s (%s); trying the next way",
+                            self.label, mode, exc.server_message or exc.message)
+                continue
+            if mode != self.structured_mode:
+                self.structured_mode = mode
+            return completion
+        raise AssertionError("unreachable: the ladder is never empty")
+
+    async def _send(self, system: str, messages: list[Message], tools: list[ToolSpec],
+                    tool_choice: ToolChoice, options: RequestOptions | None,
+                    mode: StructuredMode) -> Completion:
+        """One request; refused as malformed, it is retried once in the fallback dialect,
+        which this connection then keeps when it worked."""
+        try:
+            return await self._once(self.dialect, system, messages, tools, tool_choice,
+                                    options, mode)
+        except BadRequest as exc:
+            log.warning("%s refused a request in dialect %s: %s", self.label,
+                        self.dialect.name, exc.server_message or exc.message)
+            fallback = DIALECTS.get(self.dialect.fallback or "")
+            if fallback is None:
+                raise
+        completion = await self._once(fallback, system, messages, tools, tool_choice,
+                                      options, mode)
+        log.warning("%s took the request in dialect %s: this connection speaks it from now "
+                    "on", self.label, fallback.name)
+        self.dialect = fallback
+        return completion
+
+    async def _once(self, dialect: Dialect, system: str, messages: list[Message],
+                    tools: list[ToolSpec], tool_choice: ToolChoice,
+                    options: RequestOptions | None, mode: StructuredMode) -> Completion:
+        body = self.build_request(system, messages, tools, tool_choice, options,
+                                  dialect=dialect, mode=mode)
         # Config params (temperature, metadata, ...) apply unless this request set them.
         extra = {k: v for k, v in self.config.params.items() if k not in body}
         for ours, theirs in self.renamed_params.items():
             if ours in extra:
                 value = extra.pop(ours)
+                theirs = dialect.token_param if ours == "max_tokens" else theirs
                 if theirs not in body:
                     extra.setdefault(theirs, value)
         for key in self.passthrough:
@@ -175,14 +248,25 @@ class SDKProvider(ABC):
             raise map_sdk_error(self.sdk, self.label, exc) from exc
         except ValueError as exc:  # client-side checks, e.g. Anthropic's "Streaming is required"
             raise BadRequest(f"{self.label} request not sent: {exc}") from exc
-        return self.finish(self.read(response), options)
+        offered, choice = requested_tools(tools, tool_choice, options,
+                                          self.config.default_tool_name)
+        return self.finish(self.read(response), options,
+                           offered=() if choice == "none" else offered)
 
-    def finish(self, reply: Reply, options: RequestOptions | None) -> Completion:
-        """The neutral completion: stop reason, refusal, structured output, usage."""
+    def finish(self, reply: Reply, options: RequestOptions | None,
+               offered: Sequence[ToolSpec] = ()) -> Completion:
+        """The neutral completion: stop reason, refusal, structured output, usage. Tool
+        calls written into the text become calls when they fit an offered tool; no tool
+        syntax stays in the text."""
         text = "\n".join(t for t in reply.texts if t) or None
         if text is not None and not text.strip():
             text = None
         calls = tuple(reply.tool_calls)
+        structured_text = options is not None and options.response_schema is not None
+        if text is not None and not structured_text:
+            text, written = repair.read_calls(text, offered)
+            if written and not calls:
+                calls = tuple(written)
         stop: StopReason = self.stop_reasons.get(reply.raw_stop or "", "other")
         refusal = reply.refusal
         if refusal or stop == "refusal":
@@ -219,3 +303,9 @@ def structured(text: str | None, calls: tuple[ToolCall, ...],
     if options.tool_schema is not None and calls and calls[0].arguments is not None:
         return calls[0].arguments
     return None
+
+
+def schema_instruction(options: RequestOptions) -> str:
+    """The schema in words, for a server that takes JSON but not a schema."""
+    return ("Answer with only a JSON object (no prose, no code fence) that matches this JSON "
+            "schema:\n" + json.dumps(options.response_schema, ensure_ascii=False))

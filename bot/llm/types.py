@@ -32,6 +32,9 @@ class LLMConfig:
     default_tool_name: str = "respond"  # the tool a RequestOptions.tool_schema becomes
     timeout: float = 30.0
     max_retries: int = 2
+    # What the server accepts (bot.llm.dialects): "openai", "openai-compatible", "llama-cpp",
+    # "ollama", "vllm", "anthropic"; None: decided from the provider and base_url.
+    dialect: str | None = None
 
 
 # The built-in offline config (deterministic rules, no key, no network).
@@ -156,10 +159,12 @@ class LLMError(Exception):
 
     kind = "error"
 
-    def __init__(self, message: str, *, request_id: str | None = None) -> None:
+    def __init__(self, message: str, *, request_id: str | None = None,
+                 server_message: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.request_id = request_id
+        self.server_message = server_message  # the server's own words, for the log
 
 
 class RateLimited(LLMError):
@@ -179,6 +184,9 @@ class AuthError(LLMError):
 
 
 class BadRequest(LLMError):
+    """The server refused what we sent (4xx, or a 5xx whose body says the request is
+    invalid): our bug or a dialect mismatch, not an outage."""
+
     kind = "bad_request"
 
 

@@ -30,7 +30,7 @@ WORD = "Lisbon"  # a word only the thought has: search must find the note by it
 class Fault:
     name: str
     make: Callable[[str, int], dict[str, Any] | Reply]  # (provider, n-th request) -> answer
-    expect: str = "inbox"  # inbox | filed
+    expect: str = "inbox"  # inbox | filed | rules (filed by the offline classifier)
 
 
 def _call(provider: str, name: str, args: Any, *, cut: bool = False, cid: str = "c1") -> Any:
@@ -76,7 +76,7 @@ FAULTS: list[Fault] = [
     Fault("refusal", _refusal),
     Fault("cut off by the length limit",
           lambda p, n: _call(p, "classify_and_capture", {"text": THOUGHT}, cut=True)),
-    Fault("chatted instead of filing", lambda p, n: _text(p, "Sure, noted!")),
+    Fault("chatted instead of filing", lambda p, n: _text(p, "Sure, noted!"), expect="rules"),
     Fault("garbage due date", lambda p, n: _call(p, "classify_and_capture", {
         "text": THOUGHT, "hints": {"category": "admin", "confidence": 0.9, "name": "Passport",
                                    "due_date": "march-ish", "status": "whenever"}}),

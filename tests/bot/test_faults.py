@@ -45,6 +45,12 @@ async def test_a_malformed_reply_never_loses_the_thought(
             assert notes[0].parent.name == "inbox"
             assert "inbox" in reply and str(store.vault.relpath(notes[0])) in reply
             assert result.rescued or result.outage
+        elif fault.expect == "rules":
+            # The model answered without filing: the rules file it where they are sure, and
+            # the reply says so (issue 24), with the real path.
+            assert notes[0].parent.name == "admin"
+            assert "filed it by my rules" in reply and "Sure, noted" not in reply
+            assert str(store.vault.relpath(notes[0])) in reply and result.rescued
         else:
             assert notes[0].parent.name != "inbox"
             assert "left out" in reply and "due_date" in reply

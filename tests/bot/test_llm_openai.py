@@ -52,7 +52,8 @@ def srv() -> Iterator[FakeLLMServer]:
 
 def provider(srv: FakeLLMServer, *, timeout: float = 5.0, max_retries: int = 0,
              **params: object) -> OpenAIProvider:
-    config = replace(BUILTIN_CONFIGS["openai"], params=dict(params))
+    # The fake stands in for OpenAI itself here (tests/bot/test_llm_local.py: other servers).
+    config = replace(BUILTIN_CONFIGS["openai"], params=dict(params), dialect="openai")
     return OpenAIProvider(config, api_key="sk-test", base_url=srv.openai_base_url,
                           timeout=timeout, max_retries=max_retries)
 
