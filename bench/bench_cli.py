@@ -3,9 +3,9 @@
     python bench/bench_cli.py [--notes 20000] [--runs 15] [--vault DIR] [--src CHECKOUT]
 
 Makes a synthetic vault (bench/gen_vault.py) and indexes it once (`brain reindex`), then times
-`brain --help`, `brain search QUERY` and `brain list` over it, and `brain list` over a small
+`brain --help`, `brain search QUERY`, `brain ask QUESTION` and `brain list` over it, and `brain list` over a small
 vault. The database lives in a temp dir; no `.env` is read. Targets: --help <= 0.3 s, search on
-20k notes <= 0.5 s, list <= 0.4 s.
+20k notes <= 0.5 s, ask on 20k notes <= 1 s, list <= 0.4 s.
 
 Search by meaning: the big vault's notes get random vectors under the real model's id
 (embedding 20k notes would take a quarter of an hour; what a search costs does not depend on
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.gen_vault import generate  # noqa: E402
 
-TARGETS = {"--help": 0.3, "search": 0.5, "list": 0.4}
+TARGETS = {"--help": 0.3, "search": 0.5, "list": 0.4, "ask": 1.0}
 
 
 def brain_command(src: Path | None) -> list[str]:
@@ -92,6 +92,7 @@ def main() -> None:
     parser.add_argument("--vault", type=Path,
                         help="use this generated vault (made if missing) instead of a temp one")
     parser.add_argument("--query", default="budget offsite")
+    parser.add_argument("--question", default="what did I decide about the budget offsite?")
     parser.add_argument("--src", type=Path, help="time the code of this checkout instead")
     args = parser.parse_args()
 
@@ -117,6 +118,8 @@ def main() -> None:
              [*brain, "search", *args.query.split(), "--vault", str(big)], "search"),
             (f"brain search {args.query!r} ({notes:,} notes), model off",
              [*brain, "search", *args.query.split(), "--vault", str(big)], "search-off"),
+            (f"brain ask {args.question!r} ({notes:,} notes)",
+             [*brain, "ask", args.question, "--vault", str(big)], "ask"),
             (f"brain list ({notes:,} notes)", [*brain, "list", "--vault", str(big)], "list"),
             ("brain list (100 notes)", [*brain, "list", "--vault", str(small)], "list"),
         ]

@@ -5,6 +5,7 @@ notes, lost updates. The promise (docs/reliability.md) is zeros everywhere but `
     .venv/bin/python -m bench.bench_faults            # everything, ~3 minutes on 2 cores
     .venv/bin/python -m bench.bench_faults --quick    # fewer repetitions
     .venv/bin/python -m bench.bench_faults --json
+    .venv/bin/python -m bench.bench_faults --classes  # only issue 22's classes, by their tests
 
 Real parts throughout: `brain serve --http` subprocesses, the real OpenAI and Anthropic SDKs
 against a local server speaking their wire formats (tests/bot/fake_llm_server.py), a fake Slack
@@ -363,6 +364,51 @@ async def bad_token(tmp: Path) -> Line:
     return line
 
 
+# -- the fault classes of issue 22, as their tests try them ---------------------------------------
+
+# (test module, words of a test's name, the class's line, what a failure there means)
+CLASS_TESTS: list[tuple[str, str, str, str]] = [
+    ("tests/e2e/test_slack_faults.py", "renamed_on_disk", "note renamed on disk, then button",
+     "lost"),
+    ("tests/e2e/test_slack_faults.py", "deleted_note", "note deleted on disk, then button/fix",
+     "duplicated"),
+    ("tests/e2e/test_slack_faults.py", "instructions", "saved message carrying orders",
+     "lost_updates"),
+    ("tests/e2e/test_slack_faults.py", "refused_reply", "Slack refuses the reply", "lost"),
+    ("tests/e2e/test_slack_faults.py", "ten_notes", "one message asking many changes",
+     "lost_updates"),
+    ("tests/e2e/test_slack_faults.py", "write_lock", "write lock held 20 s", "lost"),
+    ("tests/e2e/test_slack_faults.py", "forget", "forget leaves no trace", "leaks"),
+    ("tests/test_hostile_notes.py", "", "alias bomb, 20 MB, binary, links out", "leaks"),
+    ("tests/test_vault_folders.py", "", "symlinked vault folder", "leaks"),
+]
+
+
+def fault_classes(tmp: Path) -> list[Line]:
+    """Each class's tests, run by pytest in a process of their own (they start served bots,
+    CLI processes and MCP servers): tried = tests run, a failing test counts as what it
+    guards against."""
+    import xml.etree.ElementTree as ET
+
+    report = tmp / "classes.xml"
+    modules = sorted({m for m, *_ in CLASS_TESTS})
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={report}", *modules], cwd=ROOT, env=clean_env(),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    cases = [(c.get("classname", ""), c.get("name", ""),
+              any(x.tag in ("failure", "error") for x in c))
+             for c in ET.parse(report).getroot().iter("testcase")]
+    lines = {fault: Line(fault) for _, _, fault, _ in CLASS_TESTS}
+    for classname, name, failed in cases:
+        for module, words, fault, means in CLASS_TESTS:  # the first class that names it
+            if classname == module.removesuffix(".py").replace("/", ".") and words in name:
+                lines[fault].tried += 1
+                if failed:
+                    setattr(lines[fault], means, getattr(lines[fault], means) + 1)
+                break
+    return list(lines.values())
+
+
 async def main_async(args: argparse.Namespace) -> list[Line]:
     lines: list[Line] = []
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as tmp_name:
@@ -380,6 +426,11 @@ async def main_async(args: argparse.Namespace) -> list[Line]:
             lambda: debug_logs(tmp),
             lambda: bad_token(tmp),
         ]
+        for line in await asyncio.to_thread(fault_classes, tmp):
+            lines.append(line)
+            print(line.text(), flush=True)
+        if args.classes:
+            steps = []
         for step in steps:
             started = time.perf_counter()
             line = await step()
@@ -407,6 +458,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--json", action="store_true", help="print the lines as JSON at the end")
+    parser.add_argument("--classes", action="store_true",
+                        help="only the fault classes of issue 22 (their tests, ~2 minutes)")
     parser.add_argument("--fuzz", type=int, default=0, metavar="N",
                         help="tool-argument sets to fuzz (default 2000, --quick 300)")
     args = parser.parse_args()

@@ -39,6 +39,7 @@ TRUNCATED = ("your output was cut off by the length limit before this call was c
              "it was not run. Retry with shorter arguments.")
 REPEATED = ("this exact call (same tool, same arguments) already ran in this turn; it was not "
             "run again. Use the earlier result, or answer the user.")
+LOOKUPS = ("list", "search", "entry", "backlinks", "related")  # read-only tool outputs
 CAP_NOTE = "Tool budget for this message is used up. Answer the user now from what you have."
 
 
@@ -93,6 +94,18 @@ def _rendered(e: Execution) -> str:
     assert e.output is not None
     path = e.output.data.get("path") or e.output.data.get("new_path")
     return e.output.text + (f" [{path}]" if path and path not in e.output.text else "")
+
+
+def from_tools(executions: Sequence[Execution], shown: int = 5) -> str:
+    """An answer written from what the last successful lookup found, for a model that
+    looked things up but said nothing: its summary and the first notes' names and paths."""
+    for e in reversed(executions):
+        if e.status != "ok" or e.output is None or e.output.kind not in LOOKUPS:
+            continue
+        found = [x for x in e.output.data.get("entries") or [] if isinstance(x, dict)]
+        names = [f"{x.get('name')} ({x.get('path')})" for x in found[:shown] if x.get("name")]
+        return e.output.text + (": " + "; ".join(names) if names else "")
+    return ""
 
 
 def _ends_turn(executions: Sequence[Execution], terminal: Collection[str]) -> bool:
@@ -169,7 +182,7 @@ async def _rounds(outcome: LoopOutcome, ask: Callable[[ToolChoice, str], Awaitab
     # Iteration cap: one last call with tools disabled.
     outcome.capped = True
     completion = await ask("none", system + "\n\n" + CAP_NOTE)
-    outcome.text = ((completion.text or "").strip()
+    outcome.text = ((completion.text or "").strip() or from_tools(outcome.executions)
                     or "I could not finish that within my tool budget.")
     outcome.messages.append(Message(role="assistant", content=outcome.text))
     return outcome

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.llm.types import CONTEXT_HEADING
 from storage.types import VaultSummary
 
 FILED_HEADING = "Notes filed in this conversation:"
@@ -42,8 +43,11 @@ GUIDANCE = """How to act:
 
 def system_prompt(*, now: datetime, summary: VaultSummary, filed: Sequence[FiledNote],
                   threshold: float) -> str:
+    # What changes from message to message comes last, under its heading (CONTEXT_HEADING):
+    # the start of the prompt stays the same, which a server's prompt cache reuses.
     parts = [ROLE, GUIDANCE.format(threshold=threshold),
-             f"Today is {now:%A %Y-%m-%d}, {now:%H:%M} ({now.tzname() or 'UTC'})."]
+             f"{CONTEXT_HEADING}\nToday is {now:%A %Y-%m-%d}, {now:%H:%M} "
+             f"({now.tzname() or 'UTC'})."]
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items() if v)
     vault = f"The vault has {summary.total} notes" + (f" ({counts})." if counts else ".")
     if summary.active_projects:

@@ -26,6 +26,15 @@ SQLITE_PRAGMAS: tuple[str, ...] = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA synchronous=NORMAL",
 )
+# Recording incoming work waits less: Slack wants its ack within 3 s, and a refusal (500) made
+# in time is delivered again, where a late ack is a timeout Slack retries anyway.
+INTAKE_BUSY_MS = 2000
+
+
+def _intake_busy(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={INTAKE_BUSY_MS}")
+    cursor.close()
 
 
 def default_url(data_dir: Path) -> str:
@@ -180,6 +189,7 @@ class Database:
             self._intake_engine = create_async_engine(self.url, pool_size=1, max_overflow=0,
                                                       pool_timeout=60)
             event.listen(self._intake_engine.sync_engine, "connect", _set_sqlite_pragmas)
+            event.listen(self._intake_engine.sync_engine, "connect", _intake_busy)
             self._intake_sessions = async_sessionmaker(self._intake_engine,
                                                        expire_on_commit=False)
         return self._intake_sessions()

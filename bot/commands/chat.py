@@ -117,7 +117,7 @@ async def _chat(args: argparse.Namespace) -> int:
                 continue
             if args.json:
                 print_json({"text": result.text, "llm_calls": result.llm_calls,
-                            "outage": result.outage,
+                            "outage": result.outage, "rescued": result.rescued,
                             "tools": [_execution_dict(e) for e in result.executions]})
             else:
                 _print_turn(result, args.verbose, sys.stdout)
@@ -135,7 +135,7 @@ def _read_line(interactive: bool) -> str | None:
 
 
 def _execution_dict(e: Any) -> dict[str, Any]:
-    return {"tool": e.tool, "arguments": e.arguments, "status": e.status,
+    return {"tool": e.tool, "call_id": e.call_id, "arguments": e.arguments, "status": e.status,
             "result": e.output.data if e.output else None, "error": e.error,
             "ms": round(e.duration_ms, 1)}
 

@@ -32,12 +32,14 @@ def register(sub: Any) -> None:  # argparse subparsers
     serve.set_defaults(handler=run_serve)
 
     doctor = sub.add_parser("doctor", help="check tokens, LLM, data directory and search model",
-                            description="Check the Slack tokens (auth.test), the LLM config, "
-                                        "the search model, the data directory and the notes; "
-                                        "exit 1 when something is wrong. Without any SLACK_* "
-                                        "setting (a CLI/MCP-only set-up) Slack is not checked.")
+                            description="Check the Slack tokens (auth.test), the LLM config "
+                                        "and what its server accepts (one tool call and one "
+                                        "structured answer asked), the search model, the data "
+                                        "directory and the notes; exit 1 when something is "
+                                        "wrong. Without any SLACK_* setting (a CLI/MCP-only "
+                                        "set-up) Slack is not checked.")
     doctor.add_argument("--offline", action="store_true",
-                        help="skip the network call to Slack (auth.test)")
+                        help="skip the network calls (Slack's auth.test, the LLM probe)")
     doctor.add_argument("--local", action="store_true",
                         help="a CLI/MCP-only set-up: do not check Slack at all")
     doctor.set_defaults(handler=run_doctor)
@@ -116,6 +118,8 @@ async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> 
         elif settings.slack_bot_token:
             checks.append(await auth_check(settings))
     checks.append(_llm_check(settings))
+    if checks[-1].ok and not offline:
+        checks.append(await _llm_probe(settings))
     checks.append(_meaning_check(settings))
     checks.extend(await _data_checks(settings))
     return checks
@@ -144,6 +148,8 @@ def _llm_check(settings: Settings) -> Any:
         return Check("LLM", True, f"{where}: rule-based, no key needed (set ANTHROPIC_API_KEY "
                      "or OPENAI_API_KEY for a real model)")
     env = config.api_key_env
+    if env is None and config.base_url:
+        return Check("LLM", True, f"{where} at {config.base_url}: no key needed")
     key_field = {"OPENAI_API_KEY": settings.openai_api_key,
                  "ANTHROPIC_API_KEY": settings.anthropic_api_key}
     present = bool(env and (key_field.get(env) or os.environ.get(env)))
@@ -151,6 +157,27 @@ def _llm_check(settings: Settings) -> Any:
         return Check("LLM", False, f"{where}: {env or 'its API key'} is not set",
                      f"set {env} (or BRAIN_LLM=offline to run without a model)")
     return Check("LLM", True, f"{where}, {env} is set")
+
+
+async def _llm_probe(settings: Settings) -> Any:
+    """One tool call and one structured answer asked of the configured server: what works."""
+    from bot.llm.configs import make_provider, select_config
+    from bot.llm.probe import probe
+    from bot.slack.doctor import Check
+
+    config = select_config(settings)
+    if config.provider == "offline":
+        return Check("LLM probe", True, "skipped: the offline rules need no server")
+    provider = make_provider(config, settings)
+    try:
+        found = await probe(provider)
+    finally:
+        close = getattr(provider, "aclose", None)
+        if close is not None:
+            await close()
+    fix = None if found.ok else ("check that the server is running and its base_url, key "
+                                 "and model are right (or run with --offline)")
+    return Check("LLM probe", found.ok, found.describe(), fix)
 
 
 async def _data_checks(settings: Settings) -> list[Any]:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlparse
 
+from bot.llm.types import CONTEXT_HEADING, Message
+
 # How structured output is asked for: a JSON schema response format, a JSON object response
 # format (the schema in the prompt), or one forced tool whose arguments are the answer.
 StructuredMode = Literal["json_schema", "json_object", "tool"]
@@ -32,41 +34,49 @@ class Dialect:
     structured: tuple[StructuredMode, ...]  # the ladder of structured-output modes, in order
     schema_in_json_object: bool = False  # json_object carries "schema" (llama.cpp servers)
     forced_choice: bool = True  # takes tool_choice "required" / a named tool
+    # The system prompt's changing part goes in a user message before the user's message, so
+    # the server's prompt cache (llama.cpp, vLLM, Ollama) reuses all that comes before it:
+    # their chat templates put the tools after the system text.
+    context_in_user: bool = False
     fallback: str | None = None  # the dialect a refused request is retried in
 
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("openai", None, "max_completion_tokens", ("json_schema", "json_object", "tool")),
     Dialect("openai-compatible", "", "max_tokens", ("json_schema", "json_object", "tool"),
-            schema_in_json_object=True, fallback="minimal"),
+            schema_in_json_object=True, fallback="minimal", context_in_user=True),
     # The least any of them takes: no forced tool choice, structured output as JSON text.
-    Dialect("minimal", "", "max_tokens", ("json_object", "tool"), forced_choice=False),
+    Dialect("minimal", "", "max_tokens", ("json_object", "tool"), forced_choice=False,
+            context_in_user=True),
     # llama.cpp's llama-server and llama-cpp-python's server
     Dialect("llama-cpp", "", "max_tokens", ("json_object", "json_schema", "tool"),
-            schema_in_json_object=True, fallback="openai-compatible"),
+            schema_in_json_object=True, fallback="openai-compatible", context_in_user=True),
     Dialect("ollama", "", "max_tokens", ("json_schema", "json_object", "tool"),
-            fallback="openai-compatible"),
+            fallback="openai-compatible", context_in_user=True),
     Dialect("vllm", "", "max_tokens", ("json_schema", "json_object", "tool"),
-            fallback="openai-compatible"),
+            fallback="openai-compatible", context_in_user=True),
     Dialect("anthropic", None, "max_tokens", ("json_schema", "tool")),
+    # Another server speaking the Messages API (llama-server, Ollama, a proxy)
+    Dialect("anthropic-compatible", None, "max_tokens", ("json_schema", "tool"),
+            fallback="anthropic-minimal", context_in_user=True),
+    Dialect("anthropic-minimal", None, "max_tokens", ("tool",), forced_choice=False,
+            context_in_user=True),
 )}
 
-OPENAI_HOSTS = ("api.openai.com",)
+OFFICIAL_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
 
 
 def dialect_for(provider: str, name: str | None, base_url: str | None) -> Dialect:
     """The dialect a connection speaks: the one its config names, else the SDK's own for its
-    own endpoint and `openai-compatible` for any other OpenAI endpoint."""
+    own endpoint and the `-compatible` one for any other endpoint."""
     if name:
         if name not in DIALECTS:
             raise ValueError(f"unknown dialect {name!r}; known: {', '.join(sorted(DIALECTS))}")
         return DIALECTS[name]
-    if provider == "anthropic":
-        return DIALECTS["anthropic"]
     host = urlparse(base_url).hostname if base_url else None
-    if host is None or host in OPENAI_HOSTS:
-        return DIALECTS["openai"]
-    return DIALECTS["openai-compatible"]
+    if host is None or host == OFFICIAL_HOSTS.get(provider):
+        return DIALECTS[provider if provider in DIALECTS else "openai"]
+    return DIALECTS["anthropic-compatible" if provider == "anthropic" else "openai-compatible"]
 
 
 # Words of a server's error message that say the request itself was refused (our bug, or a
@@ -89,3 +99,15 @@ def says_invalid(message: str | None) -> bool:
     if not text.strip() or any(word in text for word in _OUTAGE_WORDS):
         return False
     return any(word in text for word in _REFUSAL_WORDS)
+
+
+def context_last(system: str, messages: list[Message]) -> tuple[str, list[Message]]:
+    """The system prompt without its changing part, which becomes a user message right
+    before the user's (last) message; unchanged when there is no such part or message."""
+    head, sep, context = system.partition("\n\n" + CONTEXT_HEADING)
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if not sep or last is None:
+        return system, messages
+    note = Message(role="user", content=(CONTEXT_HEADING + context).strip()
+                   + "\n(This is context from the app, not a message to file.)")
+    return head, [*messages[:last], note, *messages[last:]]

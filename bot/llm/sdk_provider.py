@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from bot.llm import repair
-from bot.llm.dialects import DIALECTS, Dialect, StructuredMode, dialect_for
+from bot.llm.dialects import DIALECTS, Dialect, StructuredMode, context_last, dialect_for
 from bot.llm.errors import map_sdk_error
 from bot.llm.types import (
     BadRequest,
@@ -227,6 +227,8 @@ class SDKProvider(ABC):
     async def _once(self, dialect: Dialect, system: str, messages: list[Message],
                     tools: list[ToolSpec], tool_choice: ToolChoice,
                     options: RequestOptions | None, mode: StructuredMode) -> Completion:
+        if dialect.context_in_user:
+            system, messages = context_last(system, messages)
         body = self.build_request(system, messages, tools, tool_choice, options,
                                   dialect=dialect, mode=mode)
         # Config params (temperature, metadata, ...) apply unless this request set them.

@@ -37,6 +37,11 @@ class LLMConfig:
     dialect: str | None = None
 
 
+# The system prompt's part that changes from message to message (date, vault summary, notes
+# of the conversation) starts with this heading. Dialects that keep a server's prompt cache
+# warm send it as a user message right before the user's message (bot.llm.dialects).
+CONTEXT_HEADING = "Context now:"
+
 # The built-in offline config (deterministic rules, no key, no network).
 OFFLINE_CONFIG = LLMConfig(id="offline", provider="offline", model="rules-v1")
 

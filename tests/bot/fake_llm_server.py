@@ -11,7 +11,9 @@ Each request takes the next scripted response: a JSON body (dict), a `Reply` (fr
 or `reply()`), or a callable(request_json) -> either. With the script empty the server answers
 like a minimal model ("smart" mode, see `smart_answer`). Like the real APIs it rejects
 requests that break tool-call pairing with a 400 (set `srv.validate = False` to turn off).
-`srv.delay` (seconds) slows every answer, for timeout tests.
+`srv.delay` (seconds) slows every answer, for timeout tests. `srv.gate(path, body)`, when
+set, may refuse any request the way a real server does (tests/bot/local_fakes.py: what
+llama-cpp-python's server refuses); a refused request does not consume the script.
 """
 
 from __future__ import annotations
@@ -297,6 +299,7 @@ class FakeLLMServer:
         self.validate = validate
         self.delay = 0.0
         self.requests: list[RecordedRequest] = []
+        self.gate: Callable[[str, dict[str, Any]], Reply | None] | None = None
         self._script: list[Scripted] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -366,6 +369,9 @@ class FakeLLMServer:
             self.requests.append(RecordedRequest(path, headers, body))
             if problems:  # rejected like the real API; the script is not consumed
                 return Reply(400, default_error_body(path, 400, "; ".join(problems)))
+            refused = self.gate(path, body) if self.gate is not None else None
+            if refused is not None:
+                return refused
             item: Scripted | None = self._script.pop(0) if self._script else None
         if item is None:
             return Reply(body=smart_answer(path, body))

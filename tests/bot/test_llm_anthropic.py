@@ -53,7 +53,8 @@ def srv() -> Iterator[FakeLLMServer]:
 
 def provider(srv: FakeLLMServer, *, timeout: float = 5.0, max_retries: int = 0,
              **params: Any) -> AnthropicProvider:
-    config = replace(BUILTIN_CONFIGS["anthropic"],
+    # The fake stands in for Anthropic itself (tests/bot/test_llm_local.py: other servers).
+    config = replace(BUILTIN_CONFIGS["anthropic"], dialect="anthropic",
                      params={**BUILTIN_CONFIGS["anthropic"].params, **params})
     return AnthropicProvider(config, api_key="sk-ant-test", base_url=srv.anthropic_base_url,
                              timeout=timeout, max_retries=max_retries)

@@ -228,3 +228,63 @@ async def every_text_in(db: Database) -> list[tuple[str, str]]:
                 found += [(table, v if isinstance(v, str) else json.dumps(v, default=str))
                           for v in row if v is not None and not isinstance(v, int | float)]
     return found
+
+
+# -- another process holds SQLite's write lock ----------------------------------------------------
+
+HOLD = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")  # the write lock, as a long migration or a backup would hold it
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+"""
+HELD_SECONDS = 20
+
+
+async def test_a_write_lock_held_for_20_s_loses_nothing(tmp_path: Path) -> None:
+    """Slack's DMs arrive while another process holds the database's write lock: each is
+    recorded or refused with a 500 inside Slack's 3 s (Slack delivers it again); once the lock
+    is gone, Slack's second delivery is recorded and every thought is filed once, answered
+    once."""
+    import asyncio
+    import subprocess
+    import sys
+    import time
+
+    from storage.db import _sqlite_file
+
+    async with running_bot(tmp_path) as h:
+        db_file = _sqlite_file(h.brain.core.db.url)
+        if db_file is None:
+            pytest.skip("SQLite's whole-database write lock; PostgreSQL has none")
+        holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db_file), str(HELD_SECONDS)],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            texts = [f"Remember the lantern order number {i} for the fair" for i in range(3)]
+            events = [message_event(t, ts=f"17672616{i:02d}.000100", event_id=f"Ev-lock{i}")
+                      for i, t in enumerate(texts)]
+            answered: list[tuple[int, float]] = []
+            for event in events:
+                started = time.monotonic()
+                status, _ = await h.send.event(event)
+                answered.append((status, time.monotonic() - started))
+            assert holder.poll() is None, "the lock was let go before the DMs were sent"
+        finally:
+            await asyncio.to_thread(holder.wait, HELD_SECONDS + 30)
+        assert all(status in (200, 500) for status, _ in answered), answered
+        assert all(took < 3.0 for _, took in answered), answered  # inside Slack's ack window
+        for event, (status, _) in zip(events, answered, strict=True):
+            if status != 200:  # Slack's retry, once the lock is gone
+                again, _ = await h.send.event(event)
+                assert again == 200
+        await h.fake.wait_for("chat.postMessage", len(texts), timeout=60)
+        await h.settle()
+        files = vault_files(h.vault)
+        bodies = [(h.vault / f).read_text() for f in files]
+        replies = h.fake.calls_to("chat.postMessage")
+    for text in texts:
+        assert sum(text in b for b in bodies) == 1, text  # filed once, none lost
+    assert len(replies) == len(texts)  # answered once each
