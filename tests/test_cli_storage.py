@@ -296,3 +296,15 @@ def test_positive_limit() -> None:
     for bad in ("0", "-3", "x", "2.5", "100000"):
         with pytest.raises(argparse.ArgumentTypeError):
             positive_limit(bad)
+
+
+def test_a_note_added_by_hand_counts_in_the_weekly_digest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`brain add` is a capture like any other: the weekly digest counts it (it said "No
+    captures this week" after one)."""
+    brain = make_brain(tmp_path, tmp_path / "vault", capsys)
+    assert "No captures this week." in brain("digest", "weekly").out
+    assert brain("add", "Website relaunch with the agency", "--category", "projects").code == 0
+    assert brain("add", "Passport renewal form", "--category", "admin").code == 0
+    weekly = brain("digest", "weekly").out
+    assert "Captured 2 this week: " in weekly and "projects 1" in weekly and "admin 1" in weekly

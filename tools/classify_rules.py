@@ -305,8 +305,23 @@ async def classify_async(text: str, *, today: date | None = None,
 
 def _name(text: str, category: str, person: str | None, today: date) -> str:
     if category == "people" and person:
-        return person[:MAX_NAME]
-    return subject(text, today, keep_verb=category != "projects")[:MAX_NAME]
+        return balanced_quotes(person[:MAX_NAME])
+    return balanced_quotes(subject(text, today, keep_verb=category != "projects")[:MAX_NAME])
+
+
+_QUOTE_PAIRS = (('"', '"'), ("\u201c", "\u201d"))
+
+
+def balanced_quotes(name: str) -> str:
+    """A name never keeps half a quotation: `Phoenix" as a name` (its opening quote was cut
+    with a label) becomes `Phoenix as a name`; `Project "Phoenix"` stays as it is."""
+    for opening, closing in _QUOTE_PAIRS:
+        if opening == closing:
+            if name.count(opening) % 2:
+                name = name.replace(opening, "")
+        elif name.count(opening) != name.count(closing):
+            name = name.replace(opening, "").replace(closing, "")
+    return re.sub(r"\s{2,}", " ", name).strip() or name
 
 
 def _action(text: str, today: date) -> str:

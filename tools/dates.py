@@ -253,10 +253,19 @@ def find_dates(text: str, today: date) -> list[DateMention]:
     return kept
 
 
+# A date right after a verb of something that happened ("kicked off on Monday", "started last
+# week", "met Sara on Tuesday") says when it happened, not when something is due.
+_HAPPENED = re.compile(
+    r"\b(?:kicked\s+off|started|began|begun|launched|happened|took\s+place|met|held|"
+    r"finished|shipped|went\s+live|opened|joined|arrived|moved)"
+    r"(?:\s+\w+){0,2}?\s+(?:on|in|at|this|last|since)?\s*$", re.I)
+
+
 def due_date(text: str, today: date) -> str | None:
-    """The first future date the text names, as YYYY-MM-DD; None when it names none."""
+    """The first future date the text names as a due day, as YYYY-MM-DD; None when it names
+    none (a date of something that happened is not one)."""
     for mention in find_dates(text, today):
-        if mention.value is not None:
+        if mention.value is not None and not _HAPPENED.search(text[:mention.start]):
             return mention.value.isoformat()
     return None
 

@@ -50,7 +50,7 @@ async def related_notes(store: Store, text: str,
 
 def wikilink(entry: EntrySummary) -> str:
     stem = PurePosixPath(entry.path).stem
-    name = " ".join(entry.name.replace("]", " ").replace("|", " ").split())
+    name = " ".join(entry.name.replace("[", " ").replace("]", " ").replace("|", " ").split())
     return f"[[{stem}]]" if name == stem or not name else f"[[{stem}|{name}]]"
 
 

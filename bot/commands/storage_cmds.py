@@ -184,8 +184,17 @@ def cmd_add(args: argparse.Namespace) -> int:
     if not text:
         return fail("nothing to add: TEXT is empty")
     name = (args.name or "").strip() or title_from_text(text)
-    return _verb(args, lambda v: v.store.create(args.category, name, {"source": "cli"}, text),
-                 lambda entry: print_entry(entry, body=False), writes=True)
+
+    async def add(v: Opened) -> Any:
+        entry = await v.store.create(args.category, name, {"source": "cli"}, text)
+        # A capture like any other: its receipt counts in the digests ("Captured N this week").
+        await v.brain.core.receipts.record(user_id=v.user, original_text=text,
+                                           entry_id=entry.id, path=entry.path,
+                                           category=entry.category, confidence=None,
+                                           status="filed")
+        return entry
+
+    return _verb(args, add, lambda entry: print_entry(entry, body=False), writes=True)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -175,6 +175,28 @@ def test_what_happened_today_is_no_due_date() -> None:
     assert classify("Pay rent today", today=WED).fields["due_date"] == "2026-03-04"
 
 
+@pytest.mark.parametrize("text", [
+    "Project Phoenix kicked off on Monday with the platform team",
+    "The website relaunch started last week",
+    "Met Sara on Tuesday, she loved the demo",
+])
+def test_the_day_something_happened_is_no_due_date(text: str) -> None:
+    assert "due_date" not in classify(text, today=WED).fields
+
+
+def test_a_due_day_after_what_happened_is_still_read() -> None:
+    started = classify("Started the gym on Monday, review progress on Friday", today=WED)
+    assert started.fields["due_date"] == "2026-03-06"
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ('Idea: "Phoenix" as a name for the new product', "Phoenix as a name"),
+    ('Project "Phoenix" kicked off with the platform team', 'Project "Phoenix" kicked off'),
+])
+def test_a_name_keeps_no_half_quotation(text: str, name: str) -> None:
+    assert classify(text, today=WED).name == name
+
+
 @pytest.mark.parametrize(("text", "category", "name"), [
     ("Could we gamify code reviews with points for fast feedback?", "ideas",
      "Gamify code reviews"),
