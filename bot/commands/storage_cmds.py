@@ -188,10 +188,11 @@ def cmd_add(args: argparse.Namespace) -> int:
     async def add(v: Opened) -> Any:
         entry = await v.store.create(args.category, name, {"source": "cli"}, text)
         # A capture like any other: its receipt counts in the digests ("Captured N this week").
-        await v.brain.core.receipts.record(user_id=v.user, original_text=text,
-                                           entry_id=entry.id, path=entry.path,
-                                           category=entry.category, confidence=None,
-                                           status="filed")
+        if entry.id:  # (a note the store makes always has one)
+            await v.brain.core.receipts.record(user_id=v.user, original_text=text,
+                                               entry_id=entry.id, path=entry.path,
+                                               category=args.category, confidence=None,
+                                               status="filed")
         return entry
 
     return _verb(args, add, lambda entry: print_entry(entry, body=False), writes=True)
