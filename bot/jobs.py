@@ -298,6 +298,13 @@ class Worker:
                 except Exception as exc:  # the database is busy or down: try again soon
                     log.warning("claiming jobs failed: %s", exc)
             for job in claimed:
+                running = self._running.get(job.id)
+                if running is not None and not running.done():
+                    # Our own run, whose lease ran out before a late renewal (a loaded
+                    # machine): the lease is ours again and that run goes on. A second run
+                    # here would pass the lease fence too, and do the work twice.
+                    log.warning("job %s: lease had lapsed; claimed back by its own run", job.id)
+                    continue
                 log.debug("job %s claimed: %s, attempt %d", job.id, job.kind, job.attempts)
                 self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
             if claimed and len(claimed) == room:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bot.llm.types import CONTEXT_HEADING
 from tests.bot.fake_llm_server import FakeLLMServer
 from tests.databases import postgres_url
 from tests.e2e import replicas as rs
@@ -71,7 +72,9 @@ def _check_turn_order(llm: FakeLLMServer) -> Counter[int]:
     How many requests each DM's turn made."""
     asked: Counter[int] = Counter()
     for body in llm.bodies():
-        users = [m.get("content") or "" for m in body["messages"] if m.get("role") == "user"]
+        # (the app's context, sent as a user message to local servers, is not a message)
+        users = [m.get("content") or "" for m in body["messages"] if m.get("role") == "user"
+                 and not str(m.get("content") or "").startswith(CONTEXT_HEADING)]
         seen = [i for content in users for i in _which(str(content))]
         if not seen:
             continue
