@@ -150,3 +150,16 @@ def test_llm_down_the_thought_is_in_the_inbox(tmp_path: Path,
     inbox = list((vault(tmp_path) / "inbox").glob("*.md"))
     assert len(inbox) == 1 and "Pick up the dry cleaning" in inbox[0].read_text()
     assert "inbox" in proc.out
+
+
+def test_news_of_a_known_person_links_their_note(brain: Callable[..., Result],
+                                                 tmp_path: Path) -> None:
+    """Without a model, news about someone who has a note is filed with a link to that note
+    (it is not merged into it: that needs an undo of just the added text)."""
+    proc = brain("chat", "--new", stdin="Call Sara about the Q3 budget next week\n"
+                                         "Sara mentioned she is moving to Berlin\n")
+    assert proc.code == 0, proc.err
+    people = sorted((vault(tmp_path) / "people").glob("*.md"))
+    assert [p.name for p in people] == ["sara-2.md", "sara.md"]
+    second = people[0].read_text()
+    assert "moving to Berlin" in second and "[[sara|Sara]]" in second
