@@ -240,13 +240,7 @@ class SearchIndex:
         limit = max(0, min(int(limit), MAX_LIMIT))
         params: dict[str, Any] = {"v": self.key, "k": limit}
         where = "n.vault = :v" + _filters(category, status, params)
-        result = await session.execute(text(
-            f"SELECT n.nid FROM index_notes n WHERE {where} "
-            f"ORDER BY n.updated_ts DESC, n.path LIMIT :k"), params)
-        nids = [r[0] for r in result]
-        total = await session.execute(text(f"SELECT count(*) FROM index_notes n WHERE {where}"),
-                                      params)
-        return EntryList(await self._summaries(session, nids), int(total.scalar() or 0))
+        return await self._page(session, where, "n.updated_ts DESC, n.path", params)
 
     async def due(self, session: AsyncSession, *, after: str | None, until: str | None,
                   category: str | None = None, status: str | None = None,
@@ -264,9 +258,13 @@ class SearchIndex:
             params["until"] = until
         if open_only:
             where += " AND (n.status IS NULL OR n.status <> 'done')"
+        return await self._page(session, where, "substr(n.due_date, 1, 10), n.path", params)
+
+    async def _page(self, session: AsyncSession, where: str, order: str,
+                    params: dict[str, Any]) -> EntryList:
+        """The first `:k` notes matching `where` in `order`, and how many match in all."""
         result = await session.execute(text(
-            f"SELECT n.nid FROM index_notes n WHERE {where} "
-            f"ORDER BY substr(n.due_date, 1, 10), n.path LIMIT :k"), params)
+            f"SELECT n.nid FROM index_notes n WHERE {where} ORDER BY {order} LIMIT :k"), params)
         nids = [r[0] for r in result]
         total = await session.execute(text(f"SELECT count(*) FROM index_notes n WHERE {where}"),
                                       params)
