@@ -213,22 +213,27 @@ def _free_port() -> int:
         return port
 
 
+def wait_healthy(proc: subprocess.Popen[str], url: str, seconds: float = 30) -> None:
+    """Until `url` answers 200; AssertionError with the server's output if it exits first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                assert r.status == 200
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"server did not start: {proc.communicate()}") from None
+            time.sleep(0.1)
+
+
 @contextmanager
 def http_server(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", "--http", "--port",
                              str(port)], env=_env(tmp_path), cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                    assert r.status == 200
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"server did not start: {proc.communicate()}") from None
-                time.sleep(0.1)
+        wait_healthy(proc, f"http://127.0.0.1:{port}/health")
         yield proc
     finally:
         if proc.poll() is None:

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +24,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.test_cli_mcp import wait_healthy
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "t0ken-for-the-tests-0123456789"
@@ -64,15 +65,7 @@ def served(tmp_path: Path, host: str, **env: str) -> Iterator[int]:
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     connect = "127.0.0.1" if host in ("0.0.0.0", "127.0.0.1") else host
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{connect}:{port}/health", timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"server did not start: {proc.communicate()}") from None
-                time.sleep(0.1)
+        wait_healthy(proc, f"http://{connect}:{port}/health")
         yield port
     finally:
         proc.send_signal(signal.SIGTERM)
