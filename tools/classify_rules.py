@@ -315,13 +315,14 @@ _QUOTE_PAIRS = (('"', '"'), ("\u201c", "\u201d"))
 def balanced_quotes(name: str) -> str:
     """A name never keeps half a quotation: `Phoenix" as a name` (its opening quote was cut
     with a label) becomes `Phoenix as a name`; `Project "Phoenix"` stays as it is."""
+    original = name  # a name that is nothing but quotes stays as it is
     for opening, closing in _QUOTE_PAIRS:
         if opening == closing:
             if name.count(opening) % 2:
                 name = name.replace(opening, "")
         elif name.count(opening) != name.count(closing):
             name = name.replace(opening, "").replace(closing, "")
-    return re.sub(r"\s{2,}", " ", name).strip() or name
+    return re.sub(r"\s{2,}", " ", name).strip() or original
 
 
 def _action(text: str, today: date) -> str:
