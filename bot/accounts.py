@@ -85,11 +85,14 @@ class Accounts:
             captures = await user_data.captures_of(s, user_id)
             digests = await user_data.subscriptions_of(s, user_id)
         files = _vault_files(root)
+        history = self.core.store_for(user_id).history
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for path in files:
                 zf.write(path, "vault/" + path.relative_to(root).as_posix())
+            for path, name in history.files() if history is not None else []:
+                zf.write(path, "history/" + name)  # a git repository: `git log` reads it
             for name, data in (("conversations.json", conversations),
                                ("captures.json", captures),
                                ("digest_subscriptions.json", digests),
@@ -110,6 +113,9 @@ class Accounts:
         if self.core.vault_override is None:
             self.core.check_vault_folder(user_id)  # again, right before anything is deleted
         files = _vault_files(root)
+        history, store.history = store.history, None  # the files' going is not a change
+        if history is not None:
+            history.erase()
         for child in list(root.iterdir()) if root.is_dir() else []:
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child)

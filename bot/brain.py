@@ -9,6 +9,7 @@ call `brain.<service>.<operation>(...)`; services never see the Brain.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from bot.config import Settings
 from bot.core import Core
 from storage.db import Database
+from storage.history import Origin, changing
 from storage.store import Store
 from storage.vault import Vault
 
@@ -62,6 +64,12 @@ class Brain:
     def store_for(self, user_id: str) -> Store:
         """The person's vault (the CLI's storage verbs work on it directly)."""
         return self.core.store_for(user_id)
+
+    @staticmethod
+    def acting_as(who: str, source: str) -> AbstractContextManager[Origin]:
+        """Changes made inside the block are recorded in the vault's history as `who`'s, from
+        `source` ("cli", "mcp <client>", "slack <message link>")."""
+        return changing(who, source)
 
     @property
     def keeper(self) -> IndexKeeper:

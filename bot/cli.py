@@ -8,10 +8,19 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bot.commands import ask, chat, digest, mcp_server, privacy, serve, storage_cmds
+from bot.commands import (
+    ask,
+    chat,
+    digest,
+    history_cmds,
+    mcp_server,
+    privacy,
+    serve,
+    storage_cmds,
+)
 from bot.commands.common import BrainParser, UsageExit, VerbParser, json_errors, version
 
-COMMAND_MODULES = (storage_cmds, ask, chat, digest, serve, mcp_server, privacy)
+COMMAND_MODULES = (storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -51,6 +51,7 @@ class IndexKeeper:
     def __init__(self, settings: Settings, db: Database, *,
                  meaning: Meaning | None = None) -> None:
         self.db = db
+        self.history_root = settings.data_dir / "history"
         self.meaning = meaning if meaning is not None else Meaning.lazy(settings.embedding_model)
         self.indexer: Indexer | None = None
         self._stores: list[Store] = []
@@ -65,10 +66,13 @@ class IndexKeeper:
             provider.similar = current_similar
 
     def store(self, root: Path) -> Store:
+        from storage.history import History, history_path
         from storage.store import Store
         from storage.vault import Vault
 
-        store = Store(Vault(root), self.db, meaning=self.meaning)
+        vault = Vault(root)
+        store = Store(vault, self.db, meaning=self.meaning,
+                      history=History(history_path(self.history_root, vault.root), vault))
         self._stores.append(store)
         if self.indexer is not None:
             self._keep(store)

@@ -42,3 +42,9 @@ class InvalidValue(StorageError):
     """A category, field or value that does not fit."""
 
     code = "invalid"
+
+
+class ChangedSince(StorageError):
+    """An undo that would overwrite what changed after the change it undoes."""
+
+    code = "changed_since"

@@ -26,8 +26,9 @@ TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")
 TEMP_MAX_AGE = 60.0  # seconds; a younger temp file may belong to a write in progress
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` via a hidden temp file in the same folder and os.replace."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write `text` (bytes as they are: an undo restores a file exactly) to `path` via a
+    hidden temp file in the same folder and os.replace."""
     try:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
@@ -36,7 +37,7 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
@@ -80,7 +81,7 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{stem}.md.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)

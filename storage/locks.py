@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import hashlib
 import os
 import tempfile
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -132,3 +134,27 @@ async def index_lock(session: AsyncSession, key: str) -> None:
     `key` (PostgreSQL; a no-op on SQLite, whose one writer already excludes the others)."""
     if session.get_bind().dialect.name == "postgresql":
         await session.execute(select(func.pg_advisory_xact_lock(lock_key(f"index:{key}"))))
+
+
+# The vault whose write lock this task holds: a rescan inside a write records outside edits
+# without taking the lock again (flock is not re-entrant across descriptors).
+_HOLDING: contextvars.ContextVar[Path | None] = contextvars.ContextVar("brain_holding",
+                                                                      default=None)
+_QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary())
+
+
+@contextlib.asynccontextmanager
+async def write_lock(root: Path, db: Database | None = None) -> AsyncIterator[None]:
+    """`vault_lock` for a Store's writes: re-entrant within a task, and a process's own
+    writers queue in turn first, so only one of them polls the lock itself."""
+    if _HOLDING.get() == root:
+        yield
+        return
+    queue = _QUEUES.setdefault(asyncio.get_running_loop(), {}).setdefault(root, asyncio.Lock())
+    async with queue, vault_lock(root, db=db):
+        token = _HOLDING.set(root)
+        try:
+            yield
+        finally:
+            _HOLDING.reset(token)

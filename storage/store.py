@@ -15,19 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import time
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
+from storage.history import Change, History
 from storage.index import SearchIndex
 from storage.index.refresh import needs_tidy, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
-from storage.locks import index_lock, vault_lock
+from storage.locks import index_lock, write_lock
 from storage.meaning import Meaning
 from storage.text import clean_text
 from storage.types import (
@@ -76,13 +78,16 @@ class Store:
     fresh_within: reads trust an index fully rescanned (by anyone in this process) within
     this many seconds; None (one-shot commands): rescan before every read, unless a slow
     rescan has just run. meaning: search by meaning too. on_write: called after each of our
-    own writes has been re-indexed (the background indexer embeds it).
+    own writes has been re-indexed (the background indexer embeds it). history: where each
+    change is recorded (storage/history); None records nothing.
     """
 
     def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
                  fresh_within: float | None = None,
-                 on_write: Callable[[], None] | None = None) -> None:
+                 on_write: Callable[[], None] | None = None,
+                 history: History | None = None) -> None:
         self.vault = vault
+        self.history = history
         self.db = db
         self.index = SearchIndex(vault)
         self.meaning = meaning if meaning is not None else Meaning.off()
@@ -116,7 +121,18 @@ class Store:
     async def refresh(self) -> RefreshStats:
         """A full rescan now (`brain reindex`)."""
         async with _lock(self.index.key):
-            return await self._locked_refresh()
+            stats = await self._locked_refresh()
+        await self._outside(stats)
+        return stats
+
+    async def _outside(self, stats: RefreshStats) -> None:
+        """Files a rescan found changed that the app did not write: an "outside edit" in the
+        history (after the index lock is let go: a writer holds the vault lock, then wants it)."""
+        if self.history is not None and stats.changed:
+            history = self.history
+            async with self._changing():
+                await self._started(history)
+                await asyncio.to_thread(history.outside, stats.changed)
 
     async def drop_vectors(self) -> int:
         """Forget every vector of this vault (any model): `brain forget`, after the files went
@@ -145,8 +161,9 @@ class Store:
         if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
             return
         async with _lock(self.index.key):
-            if not self._trusted():
-                await self._locked_refresh()
+            stats = None if self._trusted() else await self._locked_refresh()
+        if stats is not None:
+            await self._outside(stats)
 
     async def _touched(self, rels: list[str]) -> None:
         """Re-index the files our own write changed (another process may be indexing them
@@ -276,33 +293,93 @@ class Store:
 
     # --- writing ----------------------------------------------------------------------------
 
+    def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The vault's write lock (storage/locks.py `write_lock`)."""
+        return write_lock(self.vault.root, self.db)
+
+    async def _started(self, history: History) -> None:
+        if not history.started:  # the first snapshot reads every note: off the event loop
+            await asyncio.to_thread(history.ensure)
+
+    async def _before(self, rels: Iterable[str]) -> None:
+        # A few files' hashes and a small commit (~4 ms): inline, as the write itself is.
+        if self.history is not None:
+            await self._started(self.history)
+            self.history.before(list(rels))
+
+    async def _record(self, action: str, summary: str, rels: Iterable[str],
+                      moved: Iterable[tuple[str, str]] = ()) -> None:
+        if self.history is not None:
+            self.history.record(action, summary, list(rels), moved=tuple(moved))
+
     async def create(self, category: str, name: str, fields: dict[str, Any],
                      body: str, *, entry_id: str | None = None) -> Entry:
-        entry = self.vault.create(category, name, fields, body, entry_id=entry_id)
+        # A new name never collides (write_new): the lock is for the history's line only.
+        async with self._changing() if self.history else contextlib.nullcontext():
+            await self._before([])
+            entry = self.vault.create(category, name, fields, body, entry_id=entry_id)
+            await self._record("create", f"{entry.name} in {category}", [entry.path])
         await self._touched([entry.path])
         return entry
 
-    # Read-modify-write under the vault lock: the CLI, the bot and replicas on other machines
-    # (PostgreSQL) never overwrite each other.
+    # Read-modify-write under the vault lock, recorded in the history under it.
 
     async def update(self, ref: str, changes: dict[str, Any],
                      append_body: str | None = None) -> Entry:
-        async with vault_lock(self.vault.root, db=self.db):
+        async with self._changing():
             rel = await self._current(ref)
+            await self._before([rel])
             entry = self.vault.update(rel, changes, append_body)
+            what = ", ".join(sorted(changes)) or ""
+            what = " and ".join(x for x in (what, "text added" if append_body else "") if x)
+            await self._record("update", f"{entry.name}: {what or 'touched'}", [rel])
         await self._touched([rel, entry.path])
         return entry
 
     async def move(self, ref: str, category: str) -> MoveResult:
-        async with vault_lock(self.vault.root, db=self.db):
+        async with self._changing():
             rel = await self._current(ref)
+            await self._before([rel])
             result = self.vault.move(rel, category)
+            await self._record("move", f"{result.entry.name} to {category}",
+                               [result.old_path, result.new_path],
+                               [(result.old_path, result.new_path)])
         await self._touched([result.old_path, result.new_path])
         return result
 
     async def trash(self, ref: str) -> str:
-        async with vault_lock(self.vault.root, db=self.db):
+        async with self._changing():
             rel = await self._current(ref)
+            await self._before([rel])
+            name = self.vault.read(rel).name
             trashed = self.vault.trash(rel)
+            await self._record("trash", f"{name} to the trash",
+                               [rel, trashed], [(rel, trashed)])
         await self._touched([rel])
         return trashed
+
+    # --- history ----------------------------------------------------------------------------
+
+    def _history(self) -> History:
+        if self.history is None:
+            raise InvalidValue("this vault keeps no history")
+        return self.history
+
+    async def changes(self, ref: str | None = None, limit: int = 50) -> builtins.list[Change]:
+        """Newest first: the vault's changes, or one note's (followed through its moves)."""
+        history = self._history()
+        await self._fresh()  # outside edits the rescan finds are in the list
+        rel = await self.resolve(ref) if ref else None
+        async with self._changing():
+            await asyncio.to_thread(history.ensure)
+        return await asyncio.to_thread(history.of_note, rel, limit)
+
+    async def undo(self, change: str | None = None) -> Change:
+        """Put back the files of one change (default: the app's last); ChangedSince when any
+        of them changed after it."""
+        history = self._history()
+        await self._fresh()
+        async with self._changing():
+            done = await asyncio.to_thread(history.undo, change)
+        await self._touched(list(done.paths))
+        return done

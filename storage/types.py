@@ -5,7 +5,7 @@ Every result a tool or CLI verb prints is one of these; `to_dict()` gives the JS
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin", "inbox")
@@ -143,3 +143,36 @@ class RefreshStats:
     removed: int = 0
     unchanged: int = 0
     seconds: float = 0.0
+    changed: tuple[str, ...] = ()  # the paths added, updated or removed
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change to a vault, as its history keeps it (storage/history)."""
+
+    id: str
+    at: str  # ISO 8601, UTC
+    who: str
+    source: str
+    action: str  # capture, update, move, trash, restore, link, undo, outside edit, ...
+    summary: str
+    paths: tuple[str, ...]
+    moved: tuple[tuple[str, str], ...] = ()
+    undoes: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["paths"] = list(self.paths)
+        out["moved"] = [list(m) for m in self.moved]
+        out.pop("extra")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Change:
+        return cls(id=str(data["id"]), at=str(data["at"]), who=str(data.get("who", "")),
+                   source=str(data.get("source", "")), action=str(data.get("action", "")),
+                   summary=str(data.get("summary", "")),
+                   paths=tuple(str(p) for p in data.get("paths", ())),
+                   moved=tuple((str(a), str(b)) for a, b in data.get("moved", ())),
+                   undoes=data.get("undoes"))

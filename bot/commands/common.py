@@ -210,7 +210,8 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
                                   with_llm=False, meaning=model)
         try:
             user = user_id(settings, args)
-            yield Opened(settings, brain, user, brain.store_for(user))
+            with brain.acting_as(user, "cli"):  # the history says who changed what, and from where
+                yield Opened(settings, brain, user, brain.store_for(user))
         finally:
             await brain.close()
     finally:
@@ -243,7 +244,7 @@ def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
     """Run an async verb; expected storage errors become a message and exit code 2."""
     import asyncio
 
-    from storage.errors import Ambiguous, InvalidValue, NotFound, StorageError, UnsafePath
+    from storage.errors import Ambiguous, StorageError
 
     before = gc.get_threshold()
     gc.set_threshold(SHORT_RUN_GC_THRESHOLD, *before[1:])
@@ -257,11 +258,8 @@ def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
         return fail("\n".join(lines), EXIT_ERROR)
     except CommandError as exc:
         return fail(exc.message, exc.code, exc.kind)
-    except StorageError as exc:
-        kind = ("not_found" if isinstance(exc, NotFound) else "invalid"
-                if isinstance(exc, InvalidValue) else "unsafe_path"
-                if isinstance(exc, UnsafePath) else "error")
-        return fail(exc.message, EXIT_ERROR, kind)
+    except StorageError as exc:  # its code: not_found, invalid, unsafe_path, changed_since
+        return fail(exc.message, EXIT_ERROR, exc.code)
     except KeyboardInterrupt:
         return 130
     finally:

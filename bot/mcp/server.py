@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
+from bot.mcp import history_tools
 from tools.registry import TOOLS, Execution, tool_specs
 
 SERVER_NAME = "second-brain"
@@ -77,6 +78,7 @@ def tool_list() -> list[types.Tool]:
                               description=spec["description"],
                               input_schema=spec["parameters"], annotations=annotations))
     out.append(ASK)
+    out.extend(history_tools.TOOLS)
     return out
 
 
@@ -106,6 +108,17 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
 
     async def call_tool(ctx: ServerRequestContext[Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        client = ctx.session.client_params
+        name = client.client_info.name if client is not None else "client"
+        with brain.acting_as(user_id, f"mcp {name}"[:60]):  # the history says where a change came from
+            return await _call(params)
+
+    async def _call(params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name in (history_tools.HISTORY.name, history_tools.UNDO.name):
+            if params.name == history_tools.HISTORY.name:
+                return await history_tools.call(brain, user_id, params.name, params.arguments)
+            async with writes:
+                return await history_tools.call(brain, user_id, params.name, params.arguments)
         if params.name == ASK.name:
             return await _ask(brain, user_id, params.arguments)
         tool = TOOLS.get(params.name)

@@ -42,11 +42,12 @@ class SlackWork:
         self.reminders = ReminderWork(brain, client, self.home.refresh)
 
     def handlers(self) -> dict[str, Handler]:
-        return owner_only(self.settings.owner, self.client, {
+        handlers = owner_only(self.settings.owner, self.client, {
             JobKind.TURN: self.turn, JobKind.BUTTON: self.button, JobKind.DIGEST: self.digest,
             JobKind.THREAD_STARTED: self.thread_started, JobKind.OPEN_NOTE: self.open_note,
             **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
+        return {kind: _with_origin(self.brain, handler) for kind, handler in handlers.items()}
 
     # -- a message -------------------------------------------------------------------------
 
@@ -261,6 +262,18 @@ class SlackWork:
             press = p["press"]
             await web.ephemeral(self.client, press["channel"], press["user"], msg.text,
                                 press.get("thread_ts"))
+
+
+def _with_origin(brain: Brain, handler: Handler) -> Handler:
+    """The history records a job's changes as its person's, from its Slack message."""
+    async def run(job: JobContext) -> None:
+        p = job.job.payload if isinstance(job.job.payload, dict) else {}
+        channel, ts = p.get("channel"), p.get("ts") or p.get("message_ts")
+        where = permalink(channel, ts) if isinstance(channel, str) and isinstance(ts, str) \
+            else job.job.kind
+        with brain.acting_as(job.job.user_id, f"slack {where}"):
+            await handler(job)
+    return run
 
 
 def _receipt_name(receipt: Any) -> str:

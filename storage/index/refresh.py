@@ -193,7 +193,10 @@ async def refresh(session: AsyncSession, vault: Vault, key: str) -> RefreshStats
     await _apply(session, key, plan)
     return RefreshStats(added=len(plan.add), updated=len(plan.replace),
                         removed=len(plan.remove), unchanged=plan.unchanged,
-                        seconds=time.perf_counter() - started)
+                        seconds=time.perf_counter() - started,
+                        changed=tuple([n.row["path"] for n in plan.add]
+                                      + [n.row["path"] for _nid, n in plan.replace]
+                                      + [p for _nid, p in plan.remove]))
 
 
 async def refresh_paths(session: AsyncSession, vault: Vault, key: str, rels: list[str]) -> None:

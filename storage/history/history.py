@@ -1,0 +1,293 @@
+"""One vault's history: record each change as a commit, list them, undo any of them.
+
+Every method that writes runs under the vault's lock (the Store takes it), so two processes,
+or two replicas, never interleave: the history is one line. The files are the truth; before
+the app changes a file it first records, as an "outside edit", whatever changed that file
+since the history last saw it (Obsidian, a `git pull`), so an undo restores exactly what was
+there. The list of changes is kept in `changes.jsonl` beside the repository, a cache that the
+commits' own messages rebuild when it falls behind (a crash between the two writes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dulwich.objects import ObjectID
+
+from storage.errors import ChangedSince, InvalidValue, NotFound
+from storage.files import write_atomic
+from storage.history.context import current_origin
+from storage.history.repo import HistoryRepo, blob_id
+from storage.types import TRASH_DIR, Change
+from storage.vault import Vault
+
+TRAILER = "brain-change: "
+LOG_NAME = "changes.jsonl"
+OUTSIDE = "outside edit"
+START = "start of history"
+UNDO = "undo"
+
+
+def history_path(base: Path, vault_root: Path) -> Path:
+    """Where a vault's history is kept under `base` (the data directory's `history/`): named
+    for the vault's folder and its full path, so two vaults never share one."""
+    digest = hashlib.sha256(str(vault_root).encode()).hexdigest()[:12]
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in vault_root.name)[:40]
+    return base / f"{name or 'vault'}-{digest}"
+
+
+def _trash_files(vault: Vault) -> Iterable[str]:
+    trash = vault.root / TRASH_DIR
+    if not trash.is_dir():
+        return
+    for folder, _dirs, files in os.walk(trash, followlinks=False):
+        for name in files:
+            if name.lower().endswith(".md") and not name.startswith("."):
+                yield vault.relpath(Path(folder) / name)
+
+
+class History:
+    def __init__(self, path: Path, vault: Vault) -> None:
+        self.path = path
+        self.vault = vault
+        self._repo: HistoryRepo | None = None
+
+    @property
+    def repo(self) -> HistoryRepo:
+        if self._repo is None:
+            self._repo = HistoryRepo(self.path / "repo.git")
+        return self._repo
+
+    @property
+    def started(self) -> bool:
+        """Has the first snapshot been taken?"""
+        return self._repo is not None and self._repo.head() is not None or \
+            (self.path / "repo.git" / "refs" / "heads" / "main").is_file()
+
+    @property
+    def _log_path(self) -> Path:
+        return self.path / LOG_NAME
+
+    # --- the files -------------------------------------------------------------------------
+
+    def _disk(self, rel: str) -> bytes | None:
+        try:
+            return (self.vault.root / rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def _differs(self, rels: Iterable[str]) -> dict[str, bytes | None]:
+        """The files whose bytes on disk are not the head's."""
+        head = self.repo.head()
+        out: dict[str, bytes | None] = {}
+        for rel in dict.fromkeys(rels):
+            data = self._disk(rel)
+            if (blob_id(data) if data is not None else None) != self.repo.blob_at(head, rel):
+                out[rel] = data
+        return out
+
+    # --- recording (under the vault lock) ----------------------------------------------------
+
+    def ensure(self) -> None:
+        """The first snapshot of the vault, as it is, the first time history is needed."""
+        if self.repo.head() is not None:
+            return
+        rels = [rel for rel, _m, _s in self.vault.scan()] + list(_trash_files(self.vault))
+        files: dict[str, bytes | None] = {
+            rel: data for rel in rels if (data := self._disk(rel)) is not None}
+        self._commit(files, START, f"the vault as it was ({len(files)} notes)", who="app",
+                     source="app")
+
+    def before(self, rels: Iterable[str]) -> Change | None:
+        """Record what changed outside the app in these files before the app changes them."""
+        self.ensure()
+        return self.outside(rels)
+
+    def outside(self, rels: Iterable[str]) -> Change | None:
+        """An "outside edit" change for the files among `rels` that differ from the head."""
+        self.ensure()
+        files = self._differs(rels)
+        if not files:
+            return None
+        return self._commit(files, OUTSIDE, f"{len(files)} file(s) changed outside the app",
+                            who="outside", source="files")
+
+    def record(self, action: str, summary: str, rels: Iterable[str], *,
+               moved: Iterable[tuple[str, str]] = (), undoes: str | None = None
+               ) -> Change | None:
+        """The app's change to these files, as they are now; None when nothing changed."""
+        self.ensure()
+        files = self._differs(rels)
+        if not files:
+            return None
+        origin = current_origin()
+        return self._commit(files, action, summary, who=origin.who, source=origin.source,
+                            moved=tuple(moved), undoes=undoes)
+
+    def _commit(self, files: dict[str, bytes | None], action: str, summary: str, *,
+                who: str, source: str, moved: tuple[tuple[str, str], ...] = (),
+                undoes: str | None = None) -> Change:
+        at = datetime.now(UTC)
+        meta = {"action": action, "who": who, "source": source, "summary": summary,
+                "paths": sorted(files), "moved": [list(m) for m in moved], "undoes": undoes}
+        message = f"{action}: {summary}\n\n{TRAILER}{json.dumps(meta, ensure_ascii=False)}\n"
+        safe_who = "".join(c for c in who if c not in "<>\n") or "unknown"
+        commit = self.repo.commit(files, message, f"{safe_who} <{safe_who}@second-brain>",
+                                  when=int(at.timestamp()))
+        change = Change(id=commit.decode(), at=at.isoformat(timespec="seconds"), who=who,
+                        source=source, action=action, summary=summary,
+                        paths=tuple(sorted(files)), moved=moved, undoes=undoes)
+        self._append(change)
+        return change
+
+    # --- the list of changes ---------------------------------------------------------------
+
+    def _append(self, change: Change) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with self._log_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(change.to_dict(), ensure_ascii=False) + "\n")
+
+    def _read_log(self) -> list[Change]:
+        try:
+            lines = self._log_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                out.append(Change.from_dict(json.loads(line)))
+        return out
+
+    def _rebuild(self) -> list[Change]:
+        """The list from the commits themselves (oldest first), written back to the cache."""
+        found = []
+        for commit in self.repo.walk():
+            meta: dict[str, Any] = {}
+            for line in reversed(commit.message.splitlines()):
+                if line.startswith(TRAILER):
+                    with contextlib.suppress(ValueError):
+                        meta = json.loads(line[len(TRAILER):])
+                    break
+            at = datetime.fromtimestamp(commit.at, UTC).isoformat(timespec="seconds")
+            found.append(Change.from_dict({"id": commit.id, "at": at, **meta}))
+        found.reverse()
+        tmp = self._log_path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n"
+                               for c in found), encoding="utf-8")
+        os.replace(tmp, self._log_path)
+        return found
+
+    def changes(self) -> list[Change]:
+        """Every change, oldest first."""
+        if not (self.path / "repo.git" / "HEAD").is_file():
+            return []
+        log = self._read_log()
+        head = self.repo.head()
+        if head is None:
+            return []
+        if not log or log[-1].id != head.decode():
+            log = self._rebuild()
+        return log
+
+    def of_note(self, rel: str | None, limit: int = 50) -> list[Change]:
+        """Newest first; with `rel`, the changes to that note, following it through moves."""
+        wanted = {rel} if rel else None
+        out = []
+        for change in reversed(self.changes()):
+            if wanted is not None:
+                if not wanted.intersection(change.paths):
+                    continue
+                for old, new in change.moved:
+                    if new in wanted:
+                        wanted.add(old)
+            out.append(change)
+            if len(out) >= limit:
+                break
+        return out
+
+    def find(self, ref: str | None) -> Change:
+        """The change `ref` names (an id or its first 7+ characters); by default the app's
+        last change."""
+        changes = self.changes()
+        if ref is None or not ref.strip():
+            # The newest change by the app that is in effect: repeated undos walk back.
+            undone: set[str] = set()
+            for change in reversed(changes):
+                if change.id in undone:
+                    continue
+                if change.action == UNDO and change.undoes:
+                    undone.add(change.undoes)
+                elif change.action not in (OUTSIDE, START):
+                    return change
+            raise NotFound("no change by the app is left to undo in this vault")
+        ref = ref.strip().lower()
+        if len(ref) < 7 or any(c not in "0123456789abcdef" for c in ref):
+            raise InvalidValue(f"{ref!r} is not a change id: give 7 or more of its hex "
+                               "characters (`brain history` lists them)")
+        matches = [c for c in changes if c.id.startswith(ref)]
+        if not matches:
+            raise NotFound(f"no change {ref!r} in this vault's history")
+        return matches[0]
+
+    # --- undo (under the vault lock) --------------------------------------------------------
+
+    def undo(self, ref: str | None) -> Change:
+        """Put back the files of one change as they were before it, if none of them changed
+        since; the undo is itself a change."""
+        self.ensure()
+        target = self.find(ref)
+        if target.action == START:
+            raise InvalidValue("that is where the history starts; there is nothing before it")
+        files = self.repo.changed(ObjectID(target.id.encode()))
+        since = []
+        for rel, _before, after in files:
+            data = self._disk(rel)
+            if (blob_id(data) if data is not None else None) != after:
+                since.append(rel)
+        if since:
+            changes = self.changes()
+            later = changes[[c.id for c in changes].index(target.id) + 1:]
+            by = [f"{c.id[:8]} ({c.action})" for c in later if set(since) & set(c.paths)]
+            raise ChangedSince(
+                f"not undone: {', '.join(sorted(since))} changed after that change"
+                + (f", by {', '.join(by)}" if by else " (outside the app, not yet recorded)")
+                + "; undo the later change first, or leave it (`brain history` lists them)")
+        for rel, before, _after in files:
+            path = self.vault.resolve(rel)
+            if before is None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, self.repo.data(before))
+        moved = tuple((new, old) for old, new in target.moved)
+        change = self.record(UNDO, f"{target.action}: {target.summary}",
+                             [rel for rel, _b, _a in files], moved=moved, undoes=target.id)
+        if change is None:  # the change had changed nothing: still say it was undone
+            raise InvalidValue("that change left the files as they were; nothing to undo")
+        return change
+
+    def files(self) -> list[tuple[Path, str]]:
+        """(file, name inside the history) of everything kept: `brain export` zips them."""
+        if not self.path.is_dir():
+            return []
+        return sorted((path, path.relative_to(self.path).as_posix())
+                      for path in self.path.rglob("*") if path.is_file())
+
+    def erase(self) -> None:
+        """`brain forget`: the history goes with the vault."""
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
