@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -20,6 +21,8 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from bot.llm import repair
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 from bot.llm.dialects import DIALECTS, Dialect, StructuredMode, context_last, dialect_for
 from bot.llm.errors import map_sdk_error
 from bot.llm.types import (
@@ -260,7 +263,9 @@ class SDKProvider(ABC):
         """The neutral completion: stop reason, refusal, structured output, usage. Tool
         calls written into the text become calls when they fit an offered tool; no tool
         syntax stays in the text."""
-        text = "\n".join(t for t in reply.texts if t) or None
+        # A lone surrogate ("\\ud8ca" in a small model's JSON) cannot be printed, stored or
+        # sent to Slack: it becomes U+FFFD here, once for every use.
+        text = _LONE_SURROGATE.sub("\ufffd", "\n".join(t for t in reply.texts if t)) or None
         if text is not None and not text.strip():
             text = None
         calls = tuple(reply.tool_calls)

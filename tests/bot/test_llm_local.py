@@ -230,3 +230,14 @@ async def test_anthropic_path_is_the_messages_api(srv: FakeLLMServer) -> None:
     srv.script([anthropic_text("ok")])
     await make("anthropic", srv).complete("s", [USER], TOOLS)
     assert srv.requests[-1].path == ANTHROPIC_PATH
+
+
+@SDKS
+async def test_a_lone_surrogate_in_the_reply_becomes_a_replacement_character(
+        kind: str, srv: FakeLLMServer) -> None:
+    """SmolLM2 behind llama-cpp-python once wrote `\\ud8ca` alone in its JSON: `brain chat
+    --json` died printing it. It is U+FFFD from the provider on, so it prints and stores."""
+    srv.script([text(kind, "Noted \ud8ca here 😀")])
+    answer = await make(kind, srv).complete("s", [Message("user", "x")], TOOLS)
+    assert answer.text == "Noted \ufffd here 😀"
+    assert answer.text.encode("utf-8")
