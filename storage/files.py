@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from storage.errors import InvalidValue
@@ -71,10 +71,11 @@ def numbered(stem: str, number: int, suffix: str) -> str:
     return f"{stem}{suffix}" if number == 1 else f"{stem}-{number}{suffix}"
 
 
-def write_new(folder: Path, stem: str, text: str) -> Path:
+def write_new(folder: Path, stem: str, text: str, taken: Collection[str] = ()) -> Path:
     """A new note appears whole or not at all: the text goes to a temp file (fsynced), which is
     then hard-linked to the first free name `stem.md`, `stem-2.md`, ... (a link never replaces
-    an existing file), and the temp name is removed. After a `kill -9` at any point there is
+    an existing file; a stem in `taken`, case-folded, is skipped too), and the temp name is
+    removed. After a `kill -9` at any point there is
     either no note or the whole note, plus at most a hidden temp file that `clean_temp` removes.
     """
     folder.mkdir(parents=True, exist_ok=True)
@@ -87,6 +88,8 @@ def write_new(folder: Path, stem: str, text: str) -> Path:
         os.chmod(tmp, 0o644)
         for number in range(1, MAX_SUFFIX):
             path = folder / numbered(stem, number, ".md")
+            if taken and path.stem.casefold() in taken:
+                continue
             try:
                 os.link(tmp, path)
             except FileExistsError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 MAX_LINE = 200
@@ -48,10 +49,10 @@ def _parse_inner(inner: str) -> tuple[str, str | None, str | None]:
             alias.strip() if bar else None)
 
 
-def extract_links(body: str) -> list[WikiLink]:
-    links: list[WikiLink] = []
+def _scan(body: str) -> Iterator[tuple[int, str, re.Match[str]]]:
+    """(line number, line with its ending, match) of every wikilink outside code."""
     fence: str | None = None  # the opening fence while inside a fenced block
-    for raw in body.splitlines():
+    for number, raw in enumerate(body.splitlines(keepends=True)):
         fence_match = _FENCE_RE.match(raw)
         if fence is not None:
             # Closes with the same character, at least as long, and nothing after it.
@@ -66,15 +67,43 @@ def extract_links(body: str) -> list[WikiLink]:
             continue
         if "[[" not in raw:
             continue
-        masked = _mask_code_spans(raw)
-        stripped = raw.strip()[:MAX_LINE]
-        for match in _LINK_RE.finditer(masked):
-            target, heading, alias = _parse_inner(match.group(2))
-            if not target and not heading:
-                continue
-            links.append(WikiLink(target, heading or None, alias or None, stripped,
-                                  match.group(1) == "!"))
+        for match in _LINK_RE.finditer(_mask_code_spans(raw)):
+            yield number, raw, match
+
+
+def extract_links(body: str) -> list[WikiLink]:
+    links: list[WikiLink] = []
+    for _number, raw, match in _scan(body):
+        target, heading, alias = _parse_inner(match.group(2))
+        if not target and not heading:
+            continue
+        links.append(WikiLink(target, heading or None, alias or None, raw.strip()[:MAX_LINE],
+                              match.group(1) == "!"))
     return links
+
+
+def retarget(text: str, points_here: Callable[[str], bool], new_target: str) -> str:
+    """`text` with every wikilink whose target `points_here` aimed at `new_target` instead,
+    its heading, alias and embed mark kept (what Obsidian does to links on a rename); the
+    rest of the text byte for byte."""
+    lines = text.splitlines(keepends=True)
+    edits: dict[int, list[tuple[int, int, str]]] = {}
+    for number, raw, match in _scan(text):
+        inner = raw[match.start(2):match.end(2)]
+        target, heading, alias = _parse_inner(inner)
+        if not target or not points_here(target):
+            continue
+        new = new_target + (f"#{heading}" if heading is not None else "") \
+            + (f"|{alias}" if alias is not None else "")
+        if "\\|" in inner:  # inside a table the bar stays escaped
+            new = new.replace("|", "\\|", 1)
+        edits.setdefault(number, []).append((match.start(2), match.end(2), new))
+    for number, spans in edits.items():
+        line = lines[number]
+        for start, end, new in reversed(spans):
+            line = line[:start] + new + line[end:]
+        lines[number] = line
+    return "".join(lines)
 
 
 def link_key(target: str) -> str:

@@ -19,10 +19,12 @@ import contextlib
 import time
 import weakref
 from collections.abc import Callable, Collection, Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
 
+from storage import relink
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import Change, History
@@ -31,6 +33,7 @@ from storage.index.refresh import needs_tidy, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.locks import index_lock, write_lock
 from storage.meaning import Meaning
+from storage.paths import slugify
 from storage.text import clean_text
 from storage.types import (
     BacklinkList,
@@ -297,6 +300,10 @@ class Store:
         """The vault's write lock (storage/locks.py `write_lock`)."""
         return write_lock(self.vault.root, self.db)
 
+    async def link_to(self, rel: str) -> str:
+        """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""
+        return await relink.link_to(self.db, self.index.key, rel)
+
     async def _started(self, history: History) -> None:
         if not history.started:  # the first snapshot reads every note: off the event loop
             await asyncio.to_thread(history.ensure)
@@ -317,7 +324,10 @@ class Store:
         # A new name never collides (write_new): the lock is for the history's line only.
         async with self._changing() if self.history else contextlib.nullcontext():
             await self._before([])
-            entry = self.vault.create(category, name, fields, body, entry_id=entry_id)
+            taken = await relink.stems_taken(self.db, self.index, slugify(name)
+                                             if isinstance(name, str) else "")
+            entry = self.vault.create(category, name, fields, body, entry_id=entry_id,
+                                      taken=taken)
             await self._record("create", f"{entry.name} in {category}", [entry.path])
         await self._touched([entry.path])
         return entry
@@ -339,12 +349,18 @@ class Store:
     async def move(self, ref: str, category: str) -> MoveResult:
         async with self._changing():
             rel = await self._current(ref)
-            await self._before([rel])
-            result = self.vault.move(rel, category)
+            async with self.db.session() as session:
+                sources = await relink.linking(session, self.index.key, rel)
+            await self._before([rel, *sources])
+            result = self.vault.move(rel, category, await relink.stems_taken(
+                self.db, self.index, PurePosixPath(rel).stem))
+            async with self.db.session() as session:
+                relinked = await relink.relink(session, self.vault, self.index.key, sources,
+                                               result.old_path, result.new_path)
             await self._record("move", f"{result.entry.name} to {category}",
-                               [result.old_path, result.new_path],
+                               [result.old_path, result.new_path, *relinked],
                                [(result.old_path, result.new_path)])
-        await self._touched([result.old_path, result.new_path])
+        await self._touched([result.old_path, result.new_path, *relinked])
         return result
 
     async def trash(self, ref: str) -> str:
@@ -364,7 +380,6 @@ class Store:
         if self.history is None:
             raise InvalidValue("this vault keeps no history")
         return self.history
-
     async def changes(self, ref: str | None = None, limit: int = 50) -> builtins.list[Change]:
         """Newest first: the vault's changes, or one note's (followed through its moves)."""
         history = self._history()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -240,9 +240,11 @@ class Vault:
     # --- writing ---------------------------------------------------------------------------
 
     def create(self, category: str, name: str, fields: dict[str, Any], body: str,
-               *, entry_id: str | None = None) -> Entry:
+               *, entry_id: str | None = None, taken: Collection[str] = ()) -> Entry:
         """A new note. `entry_id` (else a new random one) lets a retried capture give the
-        note the id the first attempt would have given it, so it can find that one."""
+        note the id the first attempt would have given it, so it can find that one. Its file
+        stem avoids `taken` (the vault's other stems), so `[[stem]]` names it alone; its name
+        is also in `aliases`, so Obsidian offers it when `[[` is typed with the name."""
         if category not in CATEGORIES:
             raise InvalidValue(f"unknown category {category!r}; use one of: "
                                f"{', '.join(CATEGORIES)}")
@@ -253,6 +255,9 @@ class Vault:
         stamp = now_iso()
         front: dict[str, Any] = {"id": entry_id or new_id(), "category": category,
                                  "name": name.strip()}
+        stem = slugify(name)
+        if name.strip() != stem and "aliases" not in given:
+            front["aliases"] = [name.strip()]
         for field in CATEGORY_FIELDS[category]:
             front[field] = given[field] if field in given else _default(field, category)
         for field in ("confidence", "source"):
@@ -263,7 +268,7 @@ class Vault:
         for key, value in given.items():
             front.setdefault(key, value)  # id/category/name/created/updated are ours
         text = render_note(front, body)
-        path = write_new(self.root / category, slugify(name), text)
+        path = write_new(self.root / category, stem, text, taken)
         return self._entry(self.relpath(path), parse_note(text))
 
     def update(self, rel: str, changes: dict[str, Any], append_body: str | None = None) -> Entry:
@@ -292,7 +297,7 @@ class Vault:
         write_atomic(path, new_text)
         return self._entry(current.path, parse_note(new_text))
 
-    def move(self, rel: str, category: str) -> MoveResult:
+    def move(self, rel: str, category: str, taken: Collection[str] = ()) -> MoveResult:
         if category not in CATEGORIES:
             raise InvalidValue(f"unknown category {category!r}; use one of: "
                                f"{', '.join(CATEGORIES)}")
@@ -326,7 +331,8 @@ class Vault:
             write_atomic(path, new_text)
             return MoveResult(old_rel, old_rel, category, self._entry(old_rel,
                                                                       parse_note(new_text)))
-        target = write_new(self.root / category, slugify(path.stem), new_text)
+        target = write_new(self.root / category, slugify(path.stem), new_text,
+                           {t for t in taken if t != path.stem.casefold()})
         path.unlink()
         new_rel = self.relpath(target)
         return MoveResult(old_rel, new_rel, category, self._entry(new_rel, parse_note(new_text)))

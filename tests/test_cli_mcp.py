@@ -60,10 +60,13 @@ async def test_lists_every_tool_with_the_models_schema_and_read_only_hints(
     async with stdio(tmp_path, mode=mode) as client:
         listed = (await client.list_tools()).tools
     offered = [s for s in tool_specs() if not TOOLS[s["name"]].internal]
-    assert [t.name for t in listed] == [s["name"] for s in offered] + ["ask"]
+    assert [t.name for t in listed] == [s["name"] for s in offered] + ["ask", "history",
+                                                                       "undo"]
     assert "answer" not in [t.name for t in listed]  # the loop's own final step
-    asked = listed.pop()
+    undo, history, asked = listed.pop(), listed.pop(), listed.pop()
     assert asked.annotations is not None and asked.annotations.read_only_hint is True
+    assert history.annotations is not None and history.annotations.read_only_hint is True
+    assert undo.annotations is not None and undo.annotations.destructive_hint is True
     for tool, spec in zip(listed, offered, strict=True):
         assert tool.input_schema == spec["parameters"]  # verbatim: the model's schema
         assert tool.description == spec["description"]
@@ -113,6 +116,31 @@ async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:
                                           "found": False, "sources": []}
     assert bad.is_error and "question" in _text(bad)
     assert hidden.value.message == "Unknown tool: answer"
+
+
+async def test_history_and_undo_name_the_client_and_put_files_back(tmp_path: Path) -> None:
+    async with stdio(tmp_path, "--user", "alice", "--create") as client:
+        captured = await client.call_tool("classify_and_capture", {
+            "text": "Call the plumber about the leak",
+            "hints": {"category": "admin", "confidence": 0.9, "name": "Call plumber"}})
+        path = captured.structured_content["path"]
+        moved = await client.call_tool("move_entry", {"path": path,
+                                                         "target_category": "projects"})
+        assert not moved.is_error, _text(moved)
+        listed = await client.call_tool("history", {"note": "Call plumber"})
+        undone = await client.call_tool("undo", {})
+        bad = await client.call_tool("undo", {"change": "zz"})
+        unknown = await client.call_tool("history", {"limit": 0})
+    assert not listed.is_error, _text(listed)
+    changes = listed.structured_content["changes"]
+    assert [c["action"] for c in changes] == ["move", "create"]
+    assert all(c["who"] == "alice" and c["source"].startswith("mcp ") for c in changes)
+    assert not undone.is_error, _text(undone)
+    assert undone.structured_content["undoes"] == changes[0]["id"]
+    vault = tmp_path / "data" / "vaults" / "alice"
+    assert (vault / path).is_file() and not (vault / moved.structured_content[
+        "new_path"]).exists()
+    assert bad.is_error and unknown.is_error and "limit" in _text(unknown)
 
 
 async def _receipt(tmp_path: Path, entry_id: str) -> repositories.CaptureRow | None:
@@ -256,7 +284,8 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
             bad = await client.call_tool("list_entries", {"limit": "ten"})
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 15) == 0  # a clean stop on SIGTERM
-    assert {t.name for t in listed} == {n for n, t in TOOLS.items() if not t.internal} | {"ask"}
+    assert {t.name for t in listed} == {n for n, t in TOOLS.items() if not t.internal} | {
+        "ask", "history", "undo"}
     assert not captured.is_error, _text(captured)
     path = captured.structured_content["path"]
     assert (tmp_path / "data" / "vaults" / "local" / path).is_file()

@@ -167,7 +167,8 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     entry_id = ctx.next_entry_id()
     related = await _related(ctx, text, entry_id)
     if related:
-        body += "\n" + related_section(related)
+        targets = [await ctx.store.link_to(e.path) for e in related]
+        body += "\n" + related_section(related, targets)
     if inbox_reason is not None or category == "inbox" or confidence < ctx.confidence_threshold:
         target = "inbox"
         if inbox_reason is not None:

@@ -9,13 +9,14 @@ while "Call Sara about the Q3 budget" links Sara's person note (cosine ~0.4) and
 project (~0.56) of a personal vault.
 
 The new note gets them under a "Related" heading as `[[wikilinks]]` by file name (what
-Obsidian writes; it survives moves between folders), with the display name as the alias.
+Obsidian writes; it survives moves between folders), or by path when another note has the
+same file name, with the display name as the alias.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -48,14 +49,18 @@ async def related_notes(store: Store, text: str,
     return found[:RELATED_MAX]
 
 
-def wikilink(entry: EntrySummary) -> str:
-    stem = PurePosixPath(entry.path).stem
+def wikilink(entry: EntrySummary, target: str | None = None) -> str:
+    """`[[target|Name]]`; the target is the note's stem unless told otherwise (the path, when
+    another note has the same stem: `Store.link_to`)."""
+    target = target or PurePosixPath(entry.path).stem
     name = " ".join(entry.name.replace("[", " ").replace("]", " ").replace("|", " ").split())
-    return f"[[{stem}]]" if name == stem or not name else f"[[{stem}|{name}]]"
+    return f"[[{target}]]" if name == target or not name else f"[[{target}|{name}]]"
 
 
-def related_section(entries: Collection[EntrySummary]) -> str:
+def related_section(entries: Sequence[EntrySummary],
+                    targets: Sequence[str] | None = None) -> str:
     """The body's "Related" section, or "" for none."""
     if not entries:
         return ""
-    return HEADING + "\n" + "".join(f"- {wikilink(e)}\n" for e in entries)
+    return HEADING + "\n" + "".join(
+        f"- {wikilink(e, targets[i] if targets else None)}\n" for i, e in enumerate(entries))

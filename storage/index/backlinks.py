@@ -1,9 +1,11 @@
-"""Backlinks: notes linking to a note, links resolved at query time (Obsidian's rule), so they
-follow notes added, moved or removed without rewriting link rows."""
+"""Backlinks: notes linking to a note, links resolved at query time by Obsidian's rule (a path,
+else the shortest path with that file name, case-insensitive; never a note's display name or
+alias, which Obsidian does not resolve either), so they follow notes added, moved or removed
+without rewriting link rows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,30 +29,6 @@ def resolve_link(target_key: str, note_keys: Mapping[str, str]) -> str | None:
     return min(matches, key=lambda p: (p.count("/"), len(p), p))
 
 
-async def _links_by_name(session: AsyncSession, key: str, rel: str,
-                         base: str) -> Sequence[tuple[str, None, str, str]]:
-    """`[[Sara Lee]]` for the bot's `people/sara-lee.md` (name: Sara Lee): file names are
-    slugs, so a link by the note's display name counts when no file has that name."""
-    found = await session.execute(text(
-        "SELECT name_key FROM index_notes WHERE vault = :v AND path = :p"),
-        {"v": key, "p": rel})
-    name_key = found.scalar()
-    if not name_key or name_key == base:
-        return []
-    taken = await session.execute(text(
-        "SELECT 1 FROM index_notes WHERE vault = :v AND stem_key = :k LIMIT 1"),
-        {"v": key, "k": name_key})
-    if taken.first() is not None:
-        return []  # Obsidian would resolve the link to that file
-    links = await session.execute(text(
-        "SELECT l.source_path, l.line, n.name FROM index_links l "
-        "JOIN index_notes n ON n.vault = l.vault AND n.path = l.source_path "
-        "WHERE l.vault = :v AND l.target_base = :k AND l.target_key = :k "
-        "ORDER BY l.source_path"),
-        {"v": key, "k": name_key})
-    return [(source, None, line, name) for source, line, name in links]
-
-
 async def backlinks(session: AsyncSession, key: str, rel: str) -> BacklinkList:
     """Notes of vault `key` linking to `rel`, with the line of each link."""
     target = link_key(rel)
@@ -64,12 +42,11 @@ async def backlinks(session: AsyncSession, key: str, rel: str) -> BacklinkList:
         "JOIN index_notes n ON n.vault = l.vault AND n.path = l.source_path "
         "WHERE l.vault = :v AND l.target_base = :b ORDER BY l.source_path"),
         {"v": key, "b": base})
-    rows = [*links, *await _links_by_name(session, key, rel, base)]
+    rows = list(links)
     out: list[Backlink] = []
     seen: set[tuple[str, str]] = set()
     for source, target_key, line, name in rows:
-        if source == rel or (target_key is not None
-                             and resolve_link(target_key, note_keys) != rel):
+        if source == rel or resolve_link(target_key, note_keys) != rel:
             continue
         if (source, line) not in seen:
             seen.add((source, line))

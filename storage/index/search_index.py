@@ -290,6 +290,16 @@ class SearchIndex:
             rows = [r for r in rows if r[1] == min(how for _, how in rows)]
         return await self._summaries(session, [nid for nid, _ in rows])
 
+    async def stems_taken(self, session: AsyncSession, stem: str) -> set[str]:
+        """The file stems (case-folded) of notes named `stem` or `stem-<anything>`: a new
+        note's stem is chosen among the free ones, so `[[stem]]` names one note."""
+        key = link_key(stem)
+        result = await session.execute(text(
+            "SELECT stem_key FROM index_notes WHERE vault = :v AND (stem_key = :s OR "
+            "substr(stem_key, 1, :n) = :p)"),
+            {"v": self.key, "s": key, "n": len(key) + 1, "p": key + "-"})
+        return {row[0] for row in result}
+
     async def backlinks(self, session: AsyncSession, rel: str) -> BacklinkList:
         """Notes linking to `rel`, links resolved now (Obsidian's rule), with the line."""
         return await _backlinks.backlinks(session, self.key, clean_text(rel))

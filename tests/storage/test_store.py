@@ -142,16 +142,20 @@ async def test_backlinks_through_the_store(store: Store, vault: Vault) -> None:
         ("notes/meeting.md", "Met [[Sara]] about the budget.")]
 
 
-async def test_backlinks_by_display_name_for_slugged_notes(store: Store, vault: Vault) -> None:
+async def test_backlinks_follow_obsidian_not_display_names(store: Store, vault: Vault) -> None:
+    """`[[Sara Lee]]` is a link to a file named "Sara Lee", in Obsidian and here alike; the
+    bot's `people/sara-lee.md` carries its name in `aliases`, so Obsidian offers it when the
+    name is typed and writes `[[sara-lee|Sara Lee]]`, which both resolve to it."""
     sara = await store.create("people", "Sara Lee", {}, "")  # people/sara-lee.md
+    assert sara.fields["aliases"] == ["Sara Lee"]
     write(vault, "notes/meeting.md", "Met [[Sara Lee]] today.\n")
-    write(vault, "notes/chat.md", "Ping [[sara-lee|her]].\n")
+    write(vault, "notes/chat.md", "Ping [[sara-lee|her]] and [[People/Sara-Lee]].\n")
     write(vault, "notes/other.md", "See [[Sara]] (someone else).\n")
     links = await store.backlinks(sara.path)
-    assert [b.path for b in links.backlinks] == ["notes/chat.md", "notes/meeting.md"]
-    # A file that really has the name wins, as in Obsidian.
+    assert [b.path for b in links.backlinks] == ["notes/chat.md"]
     write(vault, "Sara Lee.md", "the other Sara Lee\n")
-    assert [b.path for b in (await store.backlinks(sara.path)).backlinks] == ["notes/chat.md"]
+    assert [b.path for b in (await store.backlinks("Sara Lee.md")).backlinks] == [
+        "notes/meeting.md"]
 
 
 async def test_summary_is_small_and_counts(store: Store, vault: Vault) -> None:
