@@ -1,6 +1,6 @@
 """What a person's App Home shows, read from their vault and the database: the inbox to
 review, active projects with their next action, what is due in the next 7 days, the latest
-captures, and their digest settings. Each list is bounded; the totals say what was left out.
+captures, the app's latest changes (each with Undo), and their digest settings. Each list is bounded; the totals say what was left out.
 
 It also remembers who opened their Home, so changes made elsewhere (a capture, a button, a
 reminder) refresh it only for them.
@@ -18,11 +18,13 @@ from bot.digest.model import CaptureRef, NoteRef
 from storage import digest_data as q
 from storage import repositories, slack_state
 from storage.repositories import SubscriptionRow
+from storage.types import Change
 
 MAX_INBOX = 10  # each with its buttons: two blocks
 MAX_PROJECTS = 15
 MAX_DUE = 15
 MAX_CAPTURES = 5
+MAX_CHANGES = 5  # the app's latest changes, each with Undo
 DUE_DAYS = 7
 DUE_CATEGORIES = ("projects", "admin", "people", "ideas")
 CLOSED = ("done",)
@@ -39,6 +41,7 @@ class HomeData:
     captures: tuple[CaptureRef, ...]
     digests: tuple[SubscriptionRow, ...]
     totals: dict[str, int]  # how many there are of each list, shown or not
+    changes: tuple[Change, ...] = ()  # newest first
 
     def left_out(self, name: str) -> int:
         return max(0, self.totals.get(name, 0) - len(getattr(self, name)))
@@ -71,6 +74,9 @@ class Home:
             digests = tuple(x for x in await repositories.list_subscriptions(s)
                             if x.user_id == user_id)
         due.sort(key=lambda r: (r.due_date or "", r.name))
+        changes = tuple(c for c in await store.changes(limit=MAX_CHANGES * 3)
+                        if c.action not in ("outside edit", "start of history"))[:MAX_CHANGES] \
+            if store.history is not None else ()
         refs = tuple(CaptureRef(ref=c.entry_id,
                                 name=found[c.entry_id].name if c.entry_id in found else c.path,
                                 text="", category=str(found[c.entry_id].category
@@ -83,7 +89,7 @@ class Home:
             inbox=tuple(note_ref(r, zone) for r in inbox[:MAX_INBOX]),
             projects=tuple(note_ref(r, zone) for r in projects[:MAX_PROJECTS]),
             due=tuple(note_ref(r, zone) for r in due[:MAX_DUE]),
-            captures=refs, digests=digests,
+            captures=refs, digests=digests, changes=changes,
             totals={"inbox": len(inbox), "projects": len(projects), "due": len(due),
                     "captures": len(refs)})
 

@@ -39,6 +39,7 @@ from bot.turns import (
     with_filed_summary,
 )
 from storage import repositories
+from storage.history import collecting
 from tools import registry
 from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
@@ -70,6 +71,13 @@ class TurnRunner:
         runs again gets the turn already taken, and notes its first try filed are found."""
         if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
             return TurnResult.from_dict(job.result["turn"])
+        with collecting() as changes:  # what the turn changed, for its Undo
+            return await self._handle(conversation_key, user_id, text, source, channel,
+                                      thread_ts, job, changes)
+
+    async def _handle(self, conversation_key: str, user_id: str, text: str, source: str,
+                      channel: str | None, thread_ts: str | None, job: JobRow | None,
+                      changes: list[str]) -> TurnResult:
         store = self.core.store_for(user_id)
         # One transaction opens the turn: conversation, its filed notes, recent history.
         async with self.db.session() as s:
@@ -162,7 +170,7 @@ class TurnRunner:
             outcome.text = with_filed_summary(outcome) or NO_ANSWER
         outage = failure.kind if failure is not None else None
         result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
-                            turn_id, outage=outage, rescued=rescued)
+                            turn_id, outage=outage, rescued=rescued, changes=tuple(changes))
         status = (("outage" if wording.is_outage(failure) else "refused") if failure
                   else ("rescued" if rescued else "ok"))
         await self.conversations.finish(conv.id, turn_id, outcome, status=status,

@@ -43,13 +43,14 @@ class TurnResult:
     turn_id: int | None = None
     outage: str | None = None  # LLMError.kind when the LLM could not be reached
     rescued: str | None = None  # why the message was filed to the inbox by the rescue
+    changes: tuple[str, ...] = ()  # the vault history's changes this turn made (its Undo)
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "executions": [_execution_dict(e) for e in self.executions],
                 "usage": {"input_tokens": self.usage.input_tokens,
                           "output_tokens": self.usage.output_tokens},
                 "llm_calls": self.llm_calls, "turn_id": self.turn_id, "outage": self.outage,
-                "rescued": self.rescued}
+                "rescued": self.rescued, "changes": list(self.changes)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnResult:
@@ -59,7 +60,8 @@ class TurnResult:
                    usage=Usage(int(usage.get("input_tokens") or 0),
                                int(usage.get("output_tokens") or 0)),
                    llm_calls=int(data.get("llm_calls") or 0), turn_id=data.get("turn_id"),
-                   outage=data.get("outage"), rescued=data.get("rescued"))
+                   outage=data.get("outage"), rescued=data.get("rescued"),
+                   changes=tuple(str(c) for c in data.get("changes") or ()))
 
     @property
     def changed(self) -> bool:

@@ -21,8 +21,6 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from bot.llm import repair
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 from bot.llm.dialects import DIALECTS, Dialect, StructuredMode, context_last, dialect_for
 from bot.llm.errors import map_sdk_error
 from bot.llm.types import (
@@ -40,6 +38,7 @@ from bot.llm.types import (
 )
 
 log = logging.getLogger(__name__)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 PAYLOAD_CACHE_SIZE = 16  # distinct tool lists per provider; a process uses one or two
 

@@ -39,6 +39,7 @@ from storage.types import FILED_CATEGORIES
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
+UNDO_CHANGES_ACTION = "undo_changes"  # a turn's changes, through the vault's history
 OPEN_NOTE_ACTION = "open_note"  # a source's button (+ ":<n>": unique in one message)
 MAX_SOURCES = 5  # notes with a button under one answer
 
@@ -202,6 +203,25 @@ def moved_blocks(data: dict[str, Any], *, suffix: str = "-moved") -> list[Block]
     return blocks
 
 
+def changes_undo(result: Any) -> ActionsBlock | None:
+    """Undo for what a turn changed beyond its capture cards (updates, moves, links): the
+    history's changes, put back newest first."""
+    changes = list(getattr(result, "changes", ()) or ())
+    beyond = any(ex.status == "ok" and ex.tool not in ("classify_and_capture",)
+                 and ex.output is not None and ex.output.kind not in ("capture",)
+                 for ex in result.executions)
+    if not changes or not beyond:
+        return None
+    many = len(changes) > 1
+    return ActionsBlock(block_id=f"undo-changes-{changes[-1][:12]}", elements=[ButtonElement(
+        text="Undo changes", action_id=UNDO_CHANGES_ACTION, style="danger",
+        value=json.dumps({"changes": [c[:12] for c in changes]}),
+        confirm=ConfirmObject(
+            title="Undo these changes?" if many else "Undo this change?",
+            text="The notes go back to what they were before this message (refused if "
+                 "they changed since).", confirm="Undo", deny="Keep"))])
+
+
 def trashed_blocks(name: str, trash_path: str) -> list[Block]:
     return [section(f"Undone: *{escape(name)}* moved to the trash"),
             context(f"`{escape(trash_path)}` · nothing was deleted")]
@@ -341,6 +361,9 @@ def turn_message(result: Any) -> SlackMessage:
         blocks.append(prose(escape(reply)))
     for card in cards.values():
         blocks.extend(card)
+    undo = changes_undo(result)
+    if undo is not None:
+        blocks.append(undo)
     runs = runs_context(result.executions)
     room = MAX_BLOCKS - (1 if runs else 0)
     if len(blocks) > room:

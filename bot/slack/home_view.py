@@ -15,9 +15,13 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
+    ButtonElement,
+    ConfirmObject,
     DividerBlock,
     HeaderBlock,
+    MarkdownTextObject,
     Option,
+    SectionBlock,
     StaticSelectElement,
 )
 from slack_sdk.models.views import View
@@ -29,6 +33,7 @@ MAX_VIEW_BLOCKS = 100
 HOME_PREFIX = "home_"  # action ids of the Home's own controls
 DIGEST_DAILY = "home_digest_daily"
 DIGEST_WEEKLY = "home_digest_weekly"
+UNDO_CHANGE = "home_undo_change"  # its value: a change id of the vault's history
 DAILY_TIMES = ("07:00", "08:00", "09:00", "12:00", "17:00", "18:00")
 WEEKLY_TIMES = (("mon", "09:00"), ("fri", "16:00"), ("sun", "18:00"))
 
@@ -99,6 +104,27 @@ def _captures(data: Any) -> list[Block]:
     return _lines("Latest captures", rows, 0, "", "", "Nothing captured yet: DM me a thought.")
 
 
+def _changes(data: Any) -> list[Block]:
+    """The app's latest changes, each with Undo (the history's; refused if changed since)."""
+    if not data.changes:
+        return []
+    blocks: list[Block] = [HeaderBlock(text="Latest changes")]
+    for change in data.changes:
+        when = change.at.replace("T", " ")[:16]
+        text = f"*{cards.escape(change.action)}*: {cards.escape(cards.clip(change.summary, 200))}"
+        blocks.append(SectionBlock(
+            text=MarkdownTextObject(text=f"{text}\n_{when} UTC · {change.id[:8]}_"),
+            block_id=f"change-{change.id[:12]}",
+            accessory=ButtonElement(text="Undo", action_id=UNDO_CHANGE, value=change.id,
+                                    confirm=ConfirmObject(
+                                        title="Undo this change?",
+                                        text="The files go back to what they were before it "
+                                             "(refused if they changed since).",
+                                        confirm="Undo", deny="Keep"))))
+    blocks.append(cards.context("Every change: `brain history`."))
+    return blocks
+
+
 def _option(text: str, value: str) -> Option:
     return Option(text=text, value=value)
 
@@ -147,9 +173,11 @@ def home_blocks(data: Any) -> list[dict[str, Any]]:
         cards.context(f"{data.today.isoformat()} · DM me a thought to file it; "
                       "ask me anything about your notes."),
     ]
-    for part in (_inbox(data), _projects(data), _due(data), _captures(data), _digests(data)):
-        blocks.append(DividerBlock())
-        blocks.extend(part)
+    for part in (_inbox(data), _projects(data), _due(data), _captures(data), _changes(data),
+                 _digests(data)):
+        if part:
+            blocks.append(DividerBlock())
+            blocks.extend(part)
     dicts = cards.validate_message(blocks, "home", max_blocks=MAX_VIEW_BLOCKS)
     try:
         View(type="home", blocks=dicts).to_dict()

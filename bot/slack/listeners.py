@@ -25,7 +25,12 @@ from bot.accounts import Accounts
 from bot.digest import parse_digest_request
 from bot.jobs import JobKind
 from bot.slack import assistant
-from bot.slack.cards import MOVE_ACTION_PREFIX, OPEN_NOTE_ACTION, UNDO_ACTION
+from bot.slack.cards import (
+    MOVE_ACTION_PREFIX,
+    OPEN_NOTE_ACTION,
+    UNDO_ACTION,
+    UNDO_CHANGES_ACTION,
+)
 from bot.slack.home_view import HOME_PREFIX
 from bot.slack.intake import (
     USER_SUBTYPES,
@@ -107,6 +112,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
 
     app.action(re.compile(rf"^{re.escape(MOVE_ACTION_PREFIX)}"))(on_button)
     app.action(UNDO_ACTION)(on_button)
+    app.action(UNDO_CHANGES_ACTION)(on_button)
 
     @app.action(re.compile(rf"^{re.escape(HOME_PREFIX)}"))
     async def on_home_control(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:

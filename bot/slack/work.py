@@ -7,6 +7,7 @@ it (so a job that runs again does not repeat it).
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -30,6 +31,7 @@ from bot.slack.reminder_work import ReminderWork
 from storage.errors import StorageError, UnsafePath
 
 log = logging.getLogger(__name__)
+MAX_UNDO = 20  # changes one Undo button puts back
 
 
 class SlackWork:
@@ -134,6 +136,9 @@ class SlackWork:
 
     async def button(self, job: JobContext) -> None:
         press = job.job.payload["press"]
+        if press["action_id"] == cards.UNDO_CHANGES_ACTION:
+            await self._undo_changes(job, press)
+            return
         try:
             entry_id, target = parse_button_value(press["value"])
         except ValueError as exc:
@@ -192,6 +197,31 @@ class SlackWork:
             await job.remember(trashed=path, name=name)
         await self._show(press, cards.message(cards.trashed_blocks(str(name), str(path)),
                                               cards.escape(f"Undone: {name} moved to the trash")))
+        await self.home.refresh(press["user"])
+
+    async def _undo_changes(self, job: JobContext, press: dict[str, Any]) -> None:
+        """A turn's Undo: its changes put back newest first, in the presser's own vault (a
+        change of someone else's is not found there)."""
+        try:
+            wanted = json.loads(press["value"])["changes"]
+            assert isinstance(wanted, list) and all(isinstance(c, str) for c in wanted)
+        except (ValueError, KeyError, TypeError, AssertionError):
+            await self._tell(press, "That button doesn't work any more.")
+            return
+        done = list(job.result.get("undone") or [])
+        store = self.brain.store_for(press["user"])
+        for change in reversed(wanted[:MAX_UNDO]):
+            if change in done:
+                continue
+            try:
+                await store.undo(change)
+            except StorageError as exc:
+                await self._tell(press, f"Couldn't undo it: {exc.message}")
+                return
+            done.append(change)
+            await job.remember(undone=done)
+        text = f"Undone: {len(done)} change(s) put back (`brain history` lists them)."
+        await self._show(press, cards.message([cards.section(text)], text))
         await self.home.refresh(press["user"])
 
     async def _tell(self, press: dict[str, Any], text: str, *, escape: bool = True) -> None:

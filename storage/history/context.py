@@ -36,3 +36,24 @@ def changing(who: str, source: str) -> Iterator[Origin]:
         yield origin
     finally:
         _ORIGIN.reset(token)
+
+
+_COLLECTED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "brain_collected", default=None)
+
+
+@contextlib.contextmanager
+def collecting() -> Iterator[list[str]]:
+    """The ids of the app's changes made inside this block, in order (a turn's Undo)."""
+    found: list[str] = []
+    token = _COLLECTED.set(found)
+    try:
+        yield found
+    finally:
+        _COLLECTED.reset(token)
+
+
+def collected(change_id: str) -> None:
+    found = _COLLECTED.get()
+    if found is not None:
+        found.append(change_id)

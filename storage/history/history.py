@@ -24,7 +24,7 @@ from dulwich.objects import ObjectID
 
 from storage.errors import ChangedSince, InvalidValue, NotFound
 from storage.files import write_atomic
-from storage.history.context import current_origin
+from storage.history.context import collected, current_origin
 from storage.history.repo import HistoryRepo, blob_id
 from storage.types import TRASH_DIR, Change
 from storage.vault import Vault
@@ -146,6 +146,8 @@ class History:
                         source=source, action=action, summary=summary,
                         paths=tuple(sorted(files)), moved=moved, undoes=undoes)
         self._append(change)
+        if action not in (OUTSIDE, START):
+            collected(change.id)
         return change
 
     # --- the list of changes ---------------------------------------------------------------

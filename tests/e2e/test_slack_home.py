@@ -129,3 +129,23 @@ async def test_the_home_refreshes_after_a_capture_made_elsewhere(slack: Harness)
     calls = slack.fake.calls_to("views.publish")
     assert len(calls) == 2  # the capture refreshed the open Home
     assert "dentist" in dump(blocks_of(calls[-1])).lower()
+
+
+async def test_the_home_lists_the_latest_changes_and_undoes_one(slack: Harness) -> None:
+    store = slack.brain.store_for(USER)
+    note = await store.create("inbox", "Maybe learn Rust", {"reason": "unsure"}, "text\n")
+    original = (slack.vault / note.path).read_bytes()
+    await store.move(note.path, "ideas")
+    blocks = await open_home(slack)
+    text = dump(blocks)
+    assert "Latest changes" in text and "*move*: Maybe learn Rust to ideas" in text
+    (move,) = [b for b in blocks if b.get("block_id", "").startswith("change-")
+               and "*move*" in b["text"]["text"]]
+    button = move["accessory"]
+    assert button["action_id"] == "home_undo_change"
+    await slack.send.action(home_press("home_undo_change", button["value"], trigger="H7"))
+    calls = await slack.fake.wait_for("views.publish", 2)
+    await slack.settle()
+    assert vault_files(slack.vault) == [note.path]
+    assert (slack.vault / note.path).read_bytes() == original
+    assert "Undone: move: Maybe learn Rust to ideas" in dump(blocks_of(calls[-1]))
