@@ -288,7 +288,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
     def as_json(result: tuple[str, RefreshStats, Any]) -> dict[str, Any]:
         _, stats, (embedded, why) = result
-        return {**dataclasses.asdict(stats), "vectors": dataclasses.asdict(embedded),
+        counts = {k: v for k, v in dataclasses.asdict(stats).items() if k != "changed"}
+        return {**counts, "vectors": dataclasses.asdict(embedded),
                 "meaning": why or "on"}
 
     return _verb(args, reindex, show, as_json, meaning=True, threads=args.threads)

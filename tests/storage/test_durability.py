@@ -58,9 +58,15 @@ def test_a_writer_killed_at_any_instant_leaves_whole_notes_or_none(tmp_path: Pat
     root = tmp_path / "vault"
     rng = random.Random(7)
     for _ in range(15):
+        before = len(list(root.rglob("*.md")))
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(root)], cwd=REPO,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.12 + rng.random() * 0.2)
+        # Killed while writing: once it has written a note (Python's start-up takes longer
+        # on a busy machine), a random instant later.
+        deadline = time.monotonic() + 30
+        while len(list(root.rglob("*.md"))) == before and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.random() * 0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         _check_notes(root)

@@ -34,9 +34,11 @@ def test_create_writes_a_complete_note(vault: Vault) -> None:
     assert re.fullmatch(r"e_[0-9a-f]{12}", entry.id or "")
     assert entry.name == "Q3 Budget" and entry.category == "projects"
     front = parse_note(vault.read_text(entry.path)).frontmatter
-    assert list(front) == ["id", "category", "name", "status", "next_action", "due_date", "tags",
-                           "confidence", "source", "created", "updated", "mood"]
+    assert list(front) == ["id", "category", "name", "aliases", "status", "next_action",
+                           "due_date", "tags", "confidence", "source", "created", "updated",
+                           "mood"]
     assert front["status"] == "active" and front["tags"] == ["finance"]
+    assert front["aliases"] == ["Q3 Budget"]  # Obsidian offers the note when the name is typed
     assert ISO.match(front["created"]) and front["created"] == front["updated"]
     assert vault.read(entry.path) == entry
     assert entry.body == "Call Sara\n"
