@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from storage.store import Store
 from storage.vault import Vault
 from tests.databases import fresh_url
 
+REPO = Path(__file__).resolve().parents[2]
 FILED = ("people", "projects", "ideas", "admin")
 NAMES = ("Project Phoenix", "Sara Lopez", "Budget", "Podcast idea", "Car insurance")
 
@@ -184,3 +186,53 @@ async def test_the_first_change_keeps_the_vault_as_it_was(store: Store) -> None:
     assert start.action == "start of history" and start.paths == ("ideas/old.md",)
     with pytest.raises(InvalidValue):
         await store.undo(start.id)
+
+
+WRITER = """
+import asyncio, sys
+from pathlib import Path
+from storage.db import Database
+from storage.history import History, changing
+from storage.store import Store
+from storage.vault import Vault
+
+async def main(name, root, url, n):
+    db = await Database.open(url)
+    vault = Vault(Path(root) / "vault")
+    store = Store(vault, db, history=History(Path(root) / "history", vault))
+    with changing(name, "test"):
+        shared = await store.find_id("e_shared00001")
+        for i in range(n):
+            note = await store.create("ideas", f"{name} idea {i}", {}, "x")
+            await store.update(note.path, {"tags": [name]})
+            await store.update(shared.path, {}, append_body=f"{name} {i}")
+    await db.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+async def test_two_processes_changing_one_vault_make_one_line_with_every_change(
+        tmp_path: Path) -> None:
+    url = fresh_url(tmp_path)
+    db = await Database.open(url)
+    store = make_store(db, tmp_path)
+    await store.create("projects", "Shared", {}, "start\n", entry_id="e_shared00001")
+    n = 8
+    procs = [await asyncio.create_subprocess_exec(
+        sys.executable, "-c", WRITER, name, str(tmp_path), url, str(n), cwd=REPO,
+        stderr=asyncio.subprocess.PIPE) for name in ("replica-a", "replica-b")]
+    for proc in procs:
+        _, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()[-2000:]
+    changes = await store.changes(limit=200)
+    walked = list(store.history.repo.walk())  # type: ignore[union-attr]
+    assert [c.id for c in changes] == [c.id for c in walked]  # one line, the list agrees
+    assert [c.parent for c in walked[:-1]] == [c.id for c in walked[1:]]
+    for name in ("replica-a", "replica-b"):
+        mine = [c for c in changes if c.who == name]
+        assert [c.action for c in mine].count("create") == n
+        assert [c.action for c in mine].count("update") == 2 * n
+    shared = (store.vault.root / "projects" / "shared.md").read_text()
+    assert all(f"replica-{r} {i}" in shared for r in "ab" for i in range(n))
+    await db.close()
