@@ -50,6 +50,13 @@ def test_export_then_forget_round_trip(tmp_path: Path) -> None:
     assert [t["user_text"] for t in conv["turns"]] == ["Call Sara about the Q3 budget",
                                                       "what is active?"]
     assert "Printer" not in json.dumps(data) and "printer" not in json.dumps(data)
+    # The history comes along: a git repository whose last commit filed the note.
+    assert "history/repo.git/HEAD" in names and "history/changes.jsonl" in names
+    with zipfile.ZipFile(out) as zf:
+        listed = [json.loads(line) for line in zf.read("history/changes.jsonl").splitlines()]
+    assert listed[-1]["action"] == "create" and listed[-1]["who"] == USER
+    histories = tmp_path / "data" / "history"
+    assert len(list(histories.iterdir())) == 2  # one per person
 
     refused = brain(tmp_path, "forget", "--user", USER)  # no terminal to confirm in
     assert refused.code == 2 and "--yes" in refused.err
@@ -60,6 +67,8 @@ def test_export_then_forget_round_trip(tmp_path: Path) -> None:
     assert "erased U0SBUSR01: 1 vault file(s)" in gone.out
     assert not vault(tmp_path).exists()
     assert any(vault(tmp_path, "U0SBOTHER").rglob("*.md"))  # someone else's notes stay
+    (left,) = histories.iterdir()  # their history went with their vault; the other's stays
+    assert (left / "changes.jsonl").read_text().count('"who": "U0SBOTHER"') >= 1
 
     # afterwards the person is unknown: said so, and no empty vault or zip appears
     again = brain(tmp_path, "export", "--user", USER, "--out", str(tmp_path / "after.zip"))

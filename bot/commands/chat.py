@@ -110,8 +110,9 @@ async def _chat(args: argparse.Namespace) -> int:
             if not text:
                 continue
             try:
-                result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
-                                            source="cli")
+                with brain.acting_as(user, "cli chat"):
+                    result = await brain.turns.handle(conversation_key=key, user_id=user,
+                                                      text=text, source="cli")
             except LLMError as exc:  # handle() already saves thoughts; this is a last resort
                 print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
                 continue
