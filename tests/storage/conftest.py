@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from storage.db import Database
+from storage.history import History
+from storage.store import Store
 from storage.vault import Vault
+from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
 
 # Hand-written notes as people really write them; reads must never change their bytes.
@@ -24,6 +29,19 @@ ODD_NOTES: dict[str, str] = {
                     "extra: 'q'\n---\nB\n"),
     "unclosed.md": "---\nname: never closed\nbody text\n",
 }
+
+
+def make_history_store(db: Database, root: Path) -> Store:
+    """A Store over `root/vault` keeping its history in `root/history` (as the Brain's do)."""
+    vault = Vault(root / "vault")
+    return Store(vault, db, history=History(root / "history", vault))
+
+
+@pytest.fixture
+async def history_store(tmp_path: Path) -> AsyncIterator[Store]:
+    db = await Database.open(fresh_url(tmp_path))
+    yield make_history_store(db, tmp_path)
+    await db.close()
 
 
 @pytest.fixture

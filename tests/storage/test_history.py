@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import sys
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,10 @@ from hypothesis import strategies as st
 
 from storage.db import Database
 from storage.errors import ChangedSince, InvalidValue, NotFound
-from storage.history import History, changing
+from storage.history import changing
 from storage.store import Store
-from storage.vault import Vault
 from tests.databases import fresh_url
+from tests.storage.conftest import make_history_store as make_store
 
 REPO = Path(__file__).resolve().parents[2]
 FILED = ("people", "projects", "ideas", "admin")
@@ -32,16 +31,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def make_store(db: Database, root: Path) -> Store:
-    vault = Vault(root / "vault")
-    return Store(vault, db, history=History(root / "history", vault))
-
-
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    db = await Database.open(fresh_url(tmp_path))
-    yield make_store(db, tmp_path)
-    await db.close()
+def store(history_store: Store) -> Store:  # tests/storage/conftest.py
+    return history_store
 
 
 def notes(store: Store) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.db import Database
-from storage.history import History
 from storage.links import extract_links
 from storage.store import Store
 from storage.vault import Vault
 from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
+from tests.storage.conftest import make_history_store as make_store
 
 FILED = ("people", "projects", "ideas", "admin")
 NAMES = ("Project Phoenix", "Sara Lopez", "Budget", "Phoenix")
@@ -38,16 +37,9 @@ def obsidian_resolve(target: str, paths: list[str]) -> str | None:
     return min(ending, key=lambda p: (p.count("/"), len(p), p))
 
 
-def make_store(db: Database, root: Path) -> Store:
-    vault = Vault(root / "vault")
-    return Store(vault, db, history=History(root / "history", vault))
-
-
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    db = await Database.open(fresh_url(tmp_path))
-    yield make_store(db, tmp_path)
-    await db.close()
+def store(history_store: Store) -> Store:  # tests/storage/conftest.py
+    return history_store
 
 
 async def path_of(store: Store, note_id: str) -> str:
