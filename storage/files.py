@@ -21,8 +21,9 @@ from storage.errors import InvalidValue
 
 MAX_SUFFIX = 10_000
 TEMP_SUFFIX = ".tmp"
-# Our temp files: `.<name>.<random>.tmp` beside the note (see _write_atomic / _write_new).
-TEMP_NAME = re.compile(r"^\..+\.md\.[A-Za-z0-9_]+\.tmp$")
+# Our temp files: `.<name>.<random>.tmp` beside the note or attachment (write_atomic,
+# write_new).
+TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9]{1,8}\.[A-Za-z0-9_]+\.tmp$")  # notes, attachments
 TEMP_MAX_AGE = 60.0  # seconds; a younger temp file may belong to a write in progress
 
 
@@ -52,12 +53,12 @@ def write_atomic(path: Path, text: str | bytes) -> None:
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
 
 
-def _claim_and_replace(folder: Path, stem: str, tmp: str) -> Path:
+def _claim_and_replace(folder: Path, stem: str, tmp: str, suffix: str = ".md") -> Path:
     """The fallback without hard links: reserve a free name (O_EXCL), then rename the whole
     temp file over it. A crash in between can leave an empty note; it is the best such a file
     system allows."""
     for number in range(1, MAX_SUFFIX):
-        path = folder / numbered(stem, number, ".md")
+        path = folder / numbered(stem, number, suffix)
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except FileExistsError:
@@ -71,7 +72,8 @@ def numbered(stem: str, number: int, suffix: str) -> str:
     return f"{stem}{suffix}" if number == 1 else f"{stem}-{number}{suffix}"
 
 
-def write_new(folder: Path, stem: str, text: str, taken: Collection[str] = ()) -> Path:
+def write_new(folder: Path, stem: str, text: str | bytes, taken: Collection[str] = (),
+              suffix: str = ".md") -> Path:
     """A new note appears whole or not at all: the text goes to a temp file (fsynced), which is
     then hard-linked to the first free name `stem.md`, `stem-2.md`, ... (a link never replaces
     an existing file; a stem in `taken`, case-folded, is skipped too), and the temp name is
@@ -79,7 +81,7 @@ def write_new(folder: Path, stem: str, text: str, taken: Collection[str] = ()) -
     either no note or the whole note, plus at most a hidden temp file that `clean_temp` removes.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{stem}.md.", suffix=TEMP_SUFFIX)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{stem}{suffix}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8") if isinstance(text, str) else text)
@@ -87,7 +89,7 @@ def write_new(folder: Path, stem: str, text: str, taken: Collection[str] = ()) -
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
         for number in range(1, MAX_SUFFIX):
-            path = folder / numbered(stem, number, ".md")
+            path = folder / numbered(stem, number, suffix)
             if taken and path.stem.casefold() in taken:
                 continue
             try:
@@ -97,7 +99,7 @@ def write_new(folder: Path, stem: str, text: str, taken: Collection[str] = ()) -
             except OSError as exc:
                 if exc.errno not in _NO_LINKS:
                     raise
-                return _claim_and_replace(folder, stem, tmp)
+                return _claim_and_replace(folder, stem, tmp, suffix)
             return path
         raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
     finally:

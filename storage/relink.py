@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.db import Database
 from storage.files import write_atomic
 from storage.index import SearchIndex
-from storage.index.backlinks import resolve_link
+from storage.index.backlinks import backlinks, resolve_link
 from storage.links import link_key, retarget
 from storage.vault import Vault
 
@@ -25,11 +25,10 @@ async def same_stem(session: AsyncSession, vault_key: str, stem: str) -> dict[st
     return {link_key(path): path for (path,) in rows}
 
 
-async def linking(session: AsyncSession, vault_key: str, rel: str) -> list[str]:
+async def linking(db: Database, vault_key: str, rel: str) -> list[str]:
     """The notes whose links reach `rel` now (before it moves)."""
-    from storage.index.backlinks import backlinks
-
-    found = await backlinks(session, vault_key, rel)
+    async with db.session() as session:
+        found = await backlinks(session, vault_key, rel)
     return sorted({b.path for b in found.backlinks})
 
 
@@ -53,16 +52,18 @@ async def stems_taken(db: Database, index: SearchIndex, stem: str) -> set[str]:
         return await index.stems_taken(session, stem)
 
 
-async def relink(session: AsyncSession, vault: Vault, vault_key: str, sources: list[str],
+async def relink(db: Database, vault: Vault, vault_key: str, sources: list[str],
                  old_rel: str, new_rel: str) -> list[str]:
     """After `old_rel` moved to `new_rel`: rewrite the links in `sources` that reached it and
     would not any more; returns the notes changed."""
     if old_rel == new_rel or not sources:
         return []
-    before = await same_stem(session, vault_key, PurePosixPath(old_rel).stem)
+    async with db.session() as session:
+        before = await same_stem(session, vault_key, PurePosixPath(old_rel).stem)
+        newer = await same_stem(session, vault_key, PurePosixPath(new_rel).stem)
     before[link_key(old_rel)] = old_rel
     after = {k: v for k, v in before.items() if v != old_rel}
-    after.update(await same_stem(session, vault_key, PurePosixPath(new_rel).stem))
+    after.update(newer)
     after = {k: v for k, v in after.items() if v != old_rel}
     after[link_key(new_rel)] = new_rel
 

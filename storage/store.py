@@ -134,7 +134,7 @@ class Store:
         if self.history is not None and stats.changed:
             history = self.history
             async with self._changing():
-                await self._started(history)
+                await history.ready()
                 await asyncio.to_thread(history.outside, stats.changed)
 
     async def drop_vectors(self) -> int:
@@ -304,14 +304,10 @@ class Store:
         """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""
         return await relink.link_to(self.db, self.index.key, rel)
 
-    async def _started(self, history: History) -> None:
-        if not history.started:  # the first snapshot reads every note: off the event loop
-            await asyncio.to_thread(history.ensure)
-
     async def _before(self, rels: Iterable[str]) -> None:
         # A few files' hashes and a small commit (~4 ms): inline, as the write itself is.
         if self.history is not None:
-            await self._started(self.history)
+            await self.history.ready()
             self.history.before(list(rels))
 
     async def _record(self, action: str, summary: str, rels: Iterable[str],
@@ -332,36 +328,39 @@ class Store:
         await self._touched([entry.path])
         return entry
 
-    # Read-modify-write under the vault lock, recorded in the history under it.
-
     async def update(self, ref: str, changes: dict[str, Any],
                      append_body: str | None = None) -> Entry:
         async with self._changing():
             rel = await self._current(ref)
             await self._before([rel])
             entry = self.vault.update(rel, changes, append_body)
-            what = ", ".join(sorted(changes)) or ""
-            what = " and ".join(x for x in (what, "text added" if append_body else "") if x)
-            await self._record("update", f"{entry.name}: {what or 'touched'}", [rel])
+            what = [", ".join(sorted(changes))] * bool(changes) + ["text added"] * bool(append_body)
+            await self._record("update", f"{entry.name}: {' and '.join(what) or 'touched'}", [rel])
         await self._touched([rel, entry.path])
         return entry
 
     async def move(self, ref: str, category: str) -> MoveResult:
         async with self._changing():
             rel = await self._current(ref)
-            async with self.db.session() as session:
-                sources = await relink.linking(session, self.index.key, rel)
+            sources = await relink.linking(self.db, self.index.key, rel)
             await self._before([rel, *sources])
             result = self.vault.move(rel, category, await relink.stems_taken(
                 self.db, self.index, PurePosixPath(rel).stem))
-            async with self.db.session() as session:
-                relinked = await relink.relink(session, self.vault, self.index.key, sources,
-                                               result.old_path, result.new_path)
+            relinked = await relink.relink(self.db, self.vault, self.index.key, sources,
+                                           result.old_path, result.new_path)
             await self._record("move", f"{result.entry.name} to {category}",
                                [result.old_path, result.new_path, *relinked],
                                [(result.old_path, result.new_path)])
         await self._touched([result.old_path, result.new_path, *relinked])
         return result
+
+    async def attach(self, name: str, data: bytes) -> str:
+        """Keep a shared file in the vault (`attachments/`); returns its path."""
+        async with self._changing():
+            await self._before([])
+            rel = self.vault.attach(name, data)
+            await self._record("attach", rel, [rel])
+        return rel
 
     async def trash(self, ref: str) -> str:
         async with self._changing():
@@ -376,13 +375,14 @@ class Store:
 
     # --- history ----------------------------------------------------------------------------
 
-    def _history(self) -> History:
+    def _kept(self) -> History:
         if self.history is None:
             raise InvalidValue("this vault keeps no history")
         return self.history
+
     async def changes(self, ref: str | None = None, limit: int = 50) -> builtins.list[Change]:
         """Newest first: the vault's changes, or one note's (followed through its moves)."""
-        history = self._history()
+        history = self._kept()
         await self._fresh()  # outside edits the rescan finds are in the list
         rel = await self.resolve(ref) if ref else None
         async with self._changing():
@@ -392,7 +392,7 @@ class Store:
     async def undo(self, change: str | None = None) -> Change:
         """Put back the files of one change (default: the app's last); ChangedSince when any
         of them changed after it."""
-        history = self._history()
+        history = self._kept()
         await self._fresh()
         async with self._changing():
             done = await asyncio.to_thread(history.undo, change)

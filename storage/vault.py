@@ -122,6 +122,9 @@ def _as_str_list(key: str, value: Any) -> list[str]:
     return items
 
 
+ATTACHMENTS = "attachments"  # shared files kept beside the notes (Obsidian embeds them)
+
+
 class Vault:
     def __init__(self, root: Path) -> None:
         root = Path(root)
@@ -336,6 +339,15 @@ class Vault:
         path.unlink()
         new_rel = self.relpath(target)
         return MoveResult(old_rel, new_rel, category, self._entry(new_rel, parse_note(new_text)))
+
+    def attach(self, name: str, data: bytes) -> str:
+        """Keep a shared file in the vault's `attachments/` under a free name (never over
+        another); returns its path, for an `![[embed]]` in the note."""
+        pure = PurePosixPath(name.replace("\\", "/")).name
+        suffix = "".join(c for c in PurePosixPath(pure).suffix.lower() if c.isalnum() or c == ".")
+        stem = slugify(PurePosixPath(pure).stem) or "file"
+        return self.relpath(write_new(self.root / ATTACHMENTS, stem, data,
+                                      suffix=suffix[:9] or ".bin"))
 
     def trash(self, rel: str) -> str:
         path = self._existing(rel)

@@ -10,6 +10,7 @@ commits' own messages rebuild when it falls behind (a crash between the two writ
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -95,6 +96,11 @@ class History:
         return out
 
     # --- recording (under the vault lock) ----------------------------------------------------
+
+    async def ready(self) -> None:
+        """The first snapshot taken (off the event loop: it reads every note)."""
+        if not self.started:
+            await asyncio.to_thread(self.ensure)
 
     def ensure(self) -> None:
         """The first snapshot of the vault, as it is, the first time history is needed."""

@@ -1,0 +1,78 @@
+"""Which reader a file gets (by its name and its first bytes), and the limits every reader
+keeps: a file that cannot be read is a `Reading` with a `problem`, never an exception."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from tools.readers import documents
+
+MAX_TEXT = 20_000  # characters of extracted text kept in a note; the rest stays in the file
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".csv", ".tsv", ".json", ".log"}
+HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif"}
+AUDIO_SUFFIXES = {".m4a", ".mp3", ".wav", ".ogg", ".webm", ".mp4", ".aac", ".flac"}
+
+
+@dataclass(frozen=True)
+class Reading:
+    name: str  # the file's name as shared
+    kind: str  # pdf, docx, text, html, image, audio, unknown
+    text: str  # what was read ("" when nothing)
+    problem: str | None = None  # why nothing (or not all) was read, in words for the user
+    detail: str = ""  # "3 pages", "cut at 20,000 characters", ...
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and bool(self.text.strip())
+
+
+def kind_of(name: str, data: bytes) -> str:
+    suffix = PurePosixPath(name.lower()).suffix
+    if data.startswith(b"%PDF-") or suffix == ".pdf":
+        return "pdf"
+    if suffix == ".docx":
+        return "docx"
+    if suffix in HTML_SUFFIXES:
+        return "html"
+    if suffix in IMAGE_SUFFIXES or data.startswith((b"\x89PNG", b"\xff\xd8\xff", b"GIF8")):
+        return "image"
+    if suffix in AUDIO_SUFFIXES:
+        return "audio"
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    return "unknown"
+
+
+def read(name: str, data: bytes, *, max_pages: int = documents.MAX_PAGES) -> Reading:
+    """The text of one file. Never raises for the file's own faults."""
+    kind = kind_of(name, data)
+    try:
+        if kind == "pdf":
+            text, detail = documents.pdf_text(data, max_pages)
+        elif kind == "docx":
+            text, detail = documents.docx_text(data), ""
+        elif kind == "html":
+            text, detail = documents.html_text(data), ""
+        elif kind == "text":
+            text, detail = documents.plain_text(data), ""
+        elif kind == "image":
+            return Reading(name, kind, "", "reading text in images needs the media readers "
+                                          "(`pip install '.[media]'`)")
+        elif kind == "audio":
+            return Reading(name, kind, "", "transcribing clips needs the media readers "
+                                          "(`pip install '.[media]'`)")
+        else:
+            return Reading(name, kind, "", f"{PurePosixPath(name).suffix or 'this'} files "
+                                           "are not a kind I can read")
+    except documents.Unreadable as exc:
+        return Reading(name, kind, "", str(exc))
+    text = text.strip()
+    if not text:
+        return Reading(name, kind, "", "no text in it (a scan or an empty file?)", detail)
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT].rsplit(" ", 1)[0] + " …"
+        detail = ", ".join(x for x in (detail, f"cut at {MAX_TEXT:,} characters") if x)
+    return Reading(name, kind, text, None, detail)
