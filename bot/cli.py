@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from bot.commands import (
+    add,
     ask,
     chat,
     digest,
@@ -20,7 +21,7 @@ from bot.commands import (
 )
 from bot.commands.common import BrainParser, UsageExit, VerbParser, json_errors, version
 
-COMMAND_MODULES = (storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy)
+COMMAND_MODULES = (add, storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy)
 
 
 def build_parser() -> argparse.ArgumentParser:

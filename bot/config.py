@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     # Conversations, their messages and tool runs, and finished jobs older than this many days
     # are deleted by the hourly housekeeping; 0 keeps them forever. Notes are never pruned.
     retention_days: int = Field(default=90, ge=0, alias="BRAIN_RETENTION_DAYS")
+    # A shared file larger than this is not read or kept; the note links to where it is.
+    max_file_mb: float = Field(default=25.0, gt=0, le=1024, alias="BRAIN_MAX_FILE_MB")
     # `brain mcp --http`: Host names (and so origins) allowed besides loopback and the bound
     # address, comma-separated; the bearer token clients send (required off loopback).
     mcp_allowed_hosts: str | None = Field(default=None, alias="BRAIN_MCP_ALLOWED_HOSTS")

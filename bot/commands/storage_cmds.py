@@ -1,4 +1,4 @@
-"""Storage verbs of `brain`: add, list, search, show, update, move, backlinks, reindex.
+"""Storage verbs of `brain`: list, search, show, update, move, backlinks, reindex.
 
 Each verb opens the user's Store (or the --vault DIR as it is), does one operation and prints
 either a short human view or, with --json, the domain type's `to_dict()` shape.
@@ -179,25 +179,6 @@ def _verb(args: argparse.Namespace, op: Callable[[Opened], Awaitable[Any]],
     return _run_checked(go)
 
 
-def cmd_add(args: argparse.Namespace) -> int:
-    text = " ".join(args.text).strip()
-    if not text:
-        return fail("nothing to add: TEXT is empty")
-    name = (args.name or "").strip() or title_from_text(text)
-
-    async def add(v: Opened) -> Any:
-        entry = await v.store.create(args.category, name, {"source": "cli"}, text)
-        # A capture like any other: its receipt counts in the digests ("Captured N this week").
-        if entry.id:  # (a note the store makes always has one)
-            await v.brain.core.receipts.record(user_id=v.user, original_text=text,
-                                               entry_id=entry.id, path=entry.path,
-                                               category=args.category, confidence=None,
-                                               status="filed")
-        return entry
-
-    return _verb(args, add, lambda entry: print_entry(entry, body=False), writes=True)
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     return _verb(args, lambda v: v.store.list(category=args.category, status=args.status,
                                                 limit=args.limit), print_entry_list)
@@ -308,13 +289,6 @@ def _run_checked(go: Any) -> int:
 # --- registration ----------------------------------------------------------------------------
 
 def register(sub: Any) -> None:  # argparse subparsers
-    p = sub.add_parser("add", help="file TEXT as a new note")
-    p.add_argument("text", nargs="+", metavar="TEXT")
-    p.add_argument("--category", required=True, choices=CATEGORIES)
-    p.add_argument("--name", help="note name (default: the first line of TEXT)")
-    add_common(p)
-    p.set_defaults(handler=cmd_add)
-
     p = sub.add_parser("list", help="list notes, newest first")
     p.add_argument("--category", choices=CATEGORIES)
     p.add_argument("--status", choices=ALL_STATUSES)

@@ -1,0 +1,81 @@
+"""`brain add`: a note from TEXT and files (`--file`, read by tools/readers and kept in the
+vault's `attachments/`), filed where `--category` says, with its capture receipt."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.commands.common import Opened, add_common, fail
+from bot.commands.storage_cmds import UsageError, _verb, print_entry, title_from_text
+from storage.types import CATEGORIES
+
+
+def _shared_files(paths: list[str], max_mb: float) -> list[Any]:
+    """`--file PATH` arguments as shared files (a file over the size limit is named, not
+    read); UsageError for a path that is not a readable file."""
+    from tools.readers.sections import SharedFile
+
+    out = []
+    for given in paths:
+        path = Path(given).expanduser()
+        if not path.is_file():
+            raise UsageError(f"--file {given}: no such file")
+        size = path.stat().st_size
+        if size > max_mb * 1024 * 1024:
+            out.append(SharedFile(path.name, None, link=str(path.resolve()),
+                                  problem=f"it is {size / 1024 / 1024:.0f} MB, over "
+                                          f"BRAIN_MAX_FILE_MB ({max_mb:g})"))
+            continue
+        try:
+            out.append(SharedFile(path.name, path.read_bytes(), link=str(path.resolve())))
+        except OSError as exc:
+            raise UsageError(f"--file {given}: {exc.strerror or exc}") from None
+    return out
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    text = " ".join(args.text).strip()
+    if not text and not args.file:
+        return fail("nothing to add: give TEXT, --file PATH or both")
+    from bot.config import Settings
+
+    try:
+        shared = _shared_files(args.file or [], Settings().max_file_mb)
+    except UsageError as exc:
+        return fail(str(exc))
+
+    async def add(v: Opened) -> Any:
+        from tools.readers.sections import file_sections
+
+        sections = await file_sections(v.store, shared)
+        name = (args.name or "").strip() or title_from_text(text or sections.title or "file")
+        body = (text + "\n" if text else "") + sections.text
+        entry = await v.store.create(args.category, name, {"source": "cli"}, body)
+        # A capture like any other: its receipt counts in the digests ("Captured N this week").
+        if entry.id:  # (a note the store makes always has one)
+            await v.brain.core.receipts.record(user_id=v.user, original_text=text or name,
+                                               entry_id=entry.id, path=entry.path,
+                                               category=args.category, confidence=None,
+                                               status="filed")
+        for problem in sections.problems:
+            print(f"brain: filed, but {problem}", file=sys.stderr)
+        return entry
+
+    return _verb(args, add, lambda entry: print_entry(entry, body=False), writes=True)
+
+
+def register(sub: Any) -> None:  # argparse subparsers
+    p = sub.add_parser("add", help="file TEXT (and files: their text, the files kept) as a "
+                                    "new note")
+    p.add_argument("text", nargs="*", metavar="TEXT")
+    p.add_argument("--file", action="append", metavar="PATH",
+                   help="a PDF, Word, HTML or text file to read into the note and keep in "
+                        "attachments/ (repeatable)")
+    p.add_argument("--category", required=True, choices=CATEGORIES)
+    p.add_argument("--name", help="note name (default: the first line of TEXT)")
+    add_common(p)
+    p.set_defaults(handler=cmd_add)
+

@@ -1,0 +1,58 @@
+"""Shared files into a note: each file read (tools/readers), kept in the vault's
+`attachments/` and embedded (`![[…]]`, so it opens in Obsidian), its text under a heading of
+its own, or a line saying why it could not be read. Nothing is lost: a file too big to keep is
+linked where it lives."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from storage.store import Store
+from tools.readers.read import Reading, read
+
+
+@dataclass(frozen=True)
+class SharedFile:
+    name: str
+    data: bytes | None  # None: not fetched (too big, refused); `problem` says why
+    link: str | None = None  # where it lives (a Slack permalink, the path given)
+    problem: str | None = None
+
+
+@dataclass
+class FileSections:
+    text: str = ""  # the note's "## From …" sections
+    readings: list[Reading] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # attachments written
+    problems: list[str] = field(default_factory=list)  # "report.pdf: the PDF is encrypted"
+
+    @property
+    def title(self) -> str | None:
+        """A name for a note of files alone: the first file's name."""
+        return self.readings[0].name if self.readings else None
+
+
+async def file_sections(store: Store, files: list[SharedFile]) -> FileSections:
+    out = FileSections()
+    for shared in files:
+        if shared.data is None:
+            reading = Reading(shared.name, "unknown", "", shared.problem or "not fetched")
+            where = f"[{shared.name}]({shared.link})" if shared.link else shared.name
+        else:
+            # Parsing a big PDF is CPU work: off the event loop, beside other people's turns.
+            reading = await asyncio.to_thread(read, shared.name, shared.data)
+            rel = await store.attach(shared.name, shared.data)
+            out.kept.append(rel)
+            where = f"![[{rel}]]"
+        out.readings.append(reading)
+        lines = [f"## From {shared.name}", where]
+        if reading.problem is not None:
+            lines.append(f"_Could not read it: {reading.problem}._")
+            out.problems.append(f"{shared.name}: {reading.problem}")
+        if reading.text:
+            lines.append(reading.text)
+        if reading.detail:
+            lines.append(f"_({reading.detail})_")
+        out.text += "\n" + "\n\n".join(lines) + "\n"
+    return out
