@@ -43,6 +43,7 @@ from storage.history import collecting
 from tools import registry
 from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
+from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
 
 log = logging.getLogger(__name__)
@@ -66,18 +67,20 @@ class TurnRunner:
 
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
-                     thread_ts: str | None = None, job: JobRow | None = None) -> TurnResult:
+                     thread_ts: str | None = None, job: JobRow | None = None,
+                     files: list[SharedFile] | None = None) -> TurnResult:
         """One turn. With `job` (the intake job it runs for) it is taken once: a job that
-        runs again gets the turn already taken, and notes its first try filed are found."""
+        runs again gets the turn already taken, and notes its first try filed are found.
+        `files` shared with the message are read; the note that files it keeps them."""
         if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
             return TurnResult.from_dict(job.result["turn"])
         with collecting() as changes:  # what the turn changed, for its Undo
             return await self._handle(conversation_key, user_id, text, source, channel,
-                                      thread_ts, job, changes)
+                                      thread_ts, job, changes, files or [])
 
     async def _handle(self, conversation_key: str, user_id: str, text: str, source: str,
                       channel: str | None, thread_ts: str | None, job: JobRow | None,
-                      changes: list[str]) -> TurnResult:
+                      changes: list[str], files: list[SharedFile]) -> TurnResult:
         store = self.core.store_for(user_id)
         # One transaction opens the turn: conversation, its filed notes, recent history.
         async with self.db.session() as s:
@@ -89,13 +92,15 @@ class TurnRunner:
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
         filed = filed_notes(captures)
-        view = message_view(text)
+        shared = await read_all(files)
+        view = message_view(text) + (f"\n\n{for_the_model(shared)}" if shared else "")
         ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
                                  source=source, channel=channel, thread_ts=thread_ts,
                                  message=text, message_view=view,
                                  job_id=job.id if job else None,
                                  job_key=job.key if job else None,
                                  job_attempt=job.attempts if job else 1)
+        ctx.shared = shared
 
         # In the thread of a filed note, a reply that reads as a change to it is applied to
         # it (by the model, else by the rules below), never filed as a new note.

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from storage.receipts import Receipts
     from storage.store import Store
     from storage.types import Entry
+    from tools.readers.read import Reading
+    from tools.readers.sections import SharedFile
 
 MAX_BODY = 2000  # chars of a note body the model sees
 
@@ -64,6 +66,10 @@ class ToolContext:
     # at most MAX_CHANGES_PER_TURN (tools/registry.py), so a prompt injected into a pasted or
     # saved text cannot rewrite a whole vault in one go.
     changes_made: int = field(default=0, repr=False)
+    # Files shared with the message, read (tools/readers): the note that files the message
+    # keeps them and their text; a question with a file is answered from it, nothing kept.
+    shared: list[tuple[SharedFile, Reading]] = field(default_factory=list)
+    shared_filed: bool = field(default=False, repr=False)
 
     def saw(self, data: Any) -> None:
         """Remember the notes a tool's result names (any object with a path and a name)."""

@@ -12,6 +12,7 @@ from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, EntrySumma
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
+from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,10 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     merged = {**suggested_fields, **{k: v for k, v in hints.items()
                                      if k not in ("category", "confidence", "name")}}
     common = {"confidence": confidence, "source": ctx.source, **(extra_fields or {})}
+    if ctx.shared and not ctx.shared_filed:  # the message's files go with its (first) note
+        ctx.shared_filed = True
+        sections = await file_sections(ctx.store, ctx.shared)
+        footer = "\n".join(x for x in (footer, sections.text) if x)
     body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
     entry_id = ctx.next_entry_id()
     related = await _related(ctx, text, entry_id)

@@ -48,9 +48,9 @@ def cmd_add(args: argparse.Namespace) -> int:
         return fail(str(exc))
 
     async def add(v: Opened) -> Any:
-        from tools.readers.sections import file_sections
+        from tools.readers.sections import file_sections, read_all
 
-        sections = await file_sections(v.store, shared)
+        sections = await file_sections(v.store, await read_all(shared))
         name = (args.name or "").strip() or title_from_text(text or sections.title or "file")
         body = (text + "\n" if text else "") + sections.text
         entry = await v.store.create(args.category, name, {"source": "cli"}, body)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.jobs import JobKind, JobQueue
+from bot.slack.shared_files import files_of
 from storage.types import CATEGORIES
 
 log = logging.getLogger(__name__)
@@ -83,15 +84,25 @@ def _need(mapping: dict[str, Any], *names: str) -> None:
             raise Missing(f"no {name}")
 
 
+def shared_text(event: dict[str, Any]) -> str:
+    """The words of a message, or for a message of files alone what it shares."""
+    text = str(event.get("text") or "").strip()
+    if not text and (files := files_of(event)):
+        text = "Shared " + ", ".join(f["name"] for f in files)
+    return text
+
+
 def turn_spec(body: dict[str, Any], event: dict[str, Any], text: str) -> JobSpec:
     _need(event, "channel", "ts", "user")
     channel, ts, user = event["channel"], event["ts"], event["user"]
     thread_ts = event.get("thread_ts") or ts
     event_id = body.get("event_id") or event.get("client_msg_id") or f"{channel}:{ts}"
+    payload = {"channel": channel, "ts": ts, "thread_ts": thread_ts, "user": user,
+               "text": text, "event_id": event_id}
+    if files := files_of(event):  # fetched by the job, never before the ack
+        payload["files"] = files
     return JobSpec(key=f"event:{event_id}", kind=JobKind.TURN, user=user,
-                   lane=conversation_key(channel, thread_ts, user),
-                   payload={"channel": channel, "ts": ts, "thread_ts": thread_ts, "user": user,
-                            "text": text, "event_id": event_id})
+                   lane=conversation_key(channel, thread_ts, user), payload=payload)
 
 
 def button_spec(body: dict[str, Any], action: dict[str, Any]) -> JobSpec:

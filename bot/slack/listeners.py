@@ -45,6 +45,7 @@ from bot.slack.intake import (
     open_note_spec,
     reaction_spec,
     save_spec,
+    shared_text,
     strip_mentions,
     turn_spec,
 )
@@ -76,7 +77,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         if not event.get("user"):
             log.info("ignored a message event without a user (%s)", body.get("event_id"))
             return
-        text = str(event.get("text") or "").strip()
+        text = shared_text(event)
         if not text:
             return
         if event.get("channel_type") == "im":

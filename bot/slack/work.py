@@ -18,7 +18,7 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
-from bot.slack import cards, web
+from bot.slack import cards, shared_files, web
 from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
@@ -59,11 +59,18 @@ class SlackWork:
         if "reply_ts" not in job.result:
             await self.brain.accounts.resumed(user)  # writing to the bot ends a pause
             await web.set_status(self.client, channel, thread_ts, web.THINKING)
+        shared = []
+        if p.get("files") and "turn" not in job.result:  # read while Slack shows it
+            await web.set_status(self.client, channel, thread_ts,
+                                 f"Reading {p['files'][0]['name']}…"[:80])
+            shared = await shared_files.files_download(
+                self.client.token or "", self.settings.slack_api_url, p["files"],
+                int(self.settings.max_file_mb * 2**20))
         try:
             result = await self.brain.turns.handle(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
                 text=p["text"], source=permalink(channel, ts), channel=channel,
-                thread_ts=thread_ts, job=job.job)
+                thread_ts=thread_ts, job=job.job, files=shared)
         except UnsafePath as exc:  # the person's vault folder is a link or elsewhere: no retry
             ref = cards.new_ref()
             log.error("turn refused (ref %s): %s", ref, exc)

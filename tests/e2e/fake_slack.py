@@ -61,6 +61,8 @@ class FakeSlack:
         self.homes: dict[str, dict[str, Any]] = {}  # user -> the Home view last published
         self.names: dict[str, str] = {}  # user -> display name (users.info)
         self.dm_of: dict[str, str] = {}  # user -> DM channel id (conversations.open)
+        self.files: dict[str, bytes] = {}  # file id -> bytes, served at url_private_download
+        self.file_gets: list[Call] = []  # every download asked for, with its headers
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -68,8 +70,31 @@ class FakeSlack:
         app = web.Application()
         app.add_routes([web.post("/api/{method}", self._api),
                         web.get("/api/{method}", self._api),  # e.g. users.info
-                        web.post("/hooks/{name}", self._hook)])
+                        web.post("/hooks/{name}", self._hook),
+                        web.get("/files-pri/{file_id}/{rest:.*}", self._file)])
         return app
+
+    def share_file(self, file_id: str, name: str, data: bytes) -> dict[str, Any]:
+        """A file as a `message` event's `files` carries it; its bytes are served with the bot
+        token only (as Slack's `url_private_download`)."""
+        self.files[file_id] = data
+        return {"id": file_id, "name": name, "title": name, "size": len(data),
+                "mimetype": "application/octet-stream", "filetype": name.rsplit(".", 1)[-1],
+                "url_private": f"{self.url}/files-pri/{file_id}/{name}",
+                "url_private_download": f"{self.url}/files-pri/{file_id}/download/{name}",
+                "permalink": f"https://example.slack.com/files/U1/{file_id}/{name}"}
+
+    async def _file(self, request: web.Request) -> web.Response:
+        self.file_gets.append(Call("files.download", {"id": request.match_info["file_id"]},
+                                   request.headers.get("Authorization"),
+                                   dict(request.headers)))
+        if request.headers.get("Authorization") != "Bearer xoxb-test":
+            # Slack sends a login page to a request without the token
+            return web.Response(status=200, content_type="text/html", text="<html>sign in")
+        data = self.files.get(request.match_info["file_id"])
+        if data is None:
+            return web.Response(status=404, text="file_not_found")
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> FakeSlack:
         self._runner = web.AppRunner(self.web_app(), access_log=None)

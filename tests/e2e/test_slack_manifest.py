@@ -34,6 +34,8 @@ METHOD_SCOPES: dict[str, str | None] = {
     "conversations_replies": "im:history",
     "conversations_history": "im:history",
     "apps_connections_open": None,  # the app-level token (Socket Mode), not a bot scope
+    # A shared file's bytes (bot.slack.shared_files.files_download: url_private_download).
+    "files_download": "files:read",
 }
 EVENT_SCOPES: dict[str, str | None] = {
     "message.im": "im:history", "app_mention": "app_mentions:read",

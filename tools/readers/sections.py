@@ -33,15 +33,43 @@ class FileSections:
         return self.readings[0].name if self.readings else None
 
 
-async def file_sections(store: Store, files: list[SharedFile]) -> FileSections:
-    out = FileSections()
+Read = list[tuple[SharedFile, Reading]]
+MODEL_CHARS = 1500  # of each file's text shown to the model beside the message
+
+
+async def read_all(files: list[SharedFile]) -> Read:
+    """Each file read; parsing a big PDF is CPU work: off the event loop, beside other
+    people's turns."""
+    out = []
     for shared in files:
         if shared.data is None:
             reading = Reading(shared.name, "unknown", "", shared.problem or "not fetched")
+        else:
+            reading = await asyncio.to_thread(read, shared.name, shared.data)
+        out.append((shared, reading))
+    return out
+
+
+def for_the_model(done: Read) -> str:
+    """What the model sees of the files beside the message (to file or to answer with)."""
+    parts = []
+    for shared, reading in done:
+        head = f"[Shared file {shared.name}" + (f", {reading.detail}" if reading.detail else "")
+        if reading.problem:
+            parts.append(f"{head}: could not be read: {reading.problem}]")
+        else:
+            text = reading.text[:MODEL_CHARS] + (" …" if len(reading.text) > MODEL_CHARS else "")
+            parts.append(f"{head}; its text:]\n{text}")
+    return "\n\n".join(parts)
+
+
+async def file_sections(store: Store, done: Read) -> FileSections:
+    """The files kept in the vault and their sections for the note that files them."""
+    out = FileSections()
+    for shared, reading in done:
+        if shared.data is None:
             where = f"[{shared.name}]({shared.link})" if shared.link else shared.name
         else:
-            # Parsing a big PDF is CPU work: off the event loop, beside other people's turns.
-            reading = await asyncio.to_thread(read, shared.name, shared.data)
             rel = await store.attach(shared.name, shared.data)
             out.kept.append(rel)
             where = f"![[{rel}]]"

@@ -1,0 +1,68 @@
+"""Files shared in a DM (issue 18), through the served app: the job (never the ack) fetches
+them from the fake Slack with the bot token, the note holds their text and keeps the file,
+a search finds a sentence only inside the file, and what cannot be read is said."""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.bot_harness import Harness
+from tests.e2e.slack_harness import USER, message_event, vault_files
+from tests.tools.test_readers import make_docx, make_pdf
+
+SENTENCE = "The Lisbon offsite costs forty two thousand euros"
+
+
+def with_files(text: str, files: list[dict], *, ts: str, event_id: str) -> dict:
+    body = message_event(text, ts=ts, event_id=event_id)
+    body["event"].update(subtype="file_share", files=files)
+    return body
+
+
+async def test_a_pdf_and_a_docx_in_a_dm_become_a_note_found_by_their_text(
+        slack: Harness) -> None:
+    files = [slack.fake.share_file("F1", "report.pdf", make_pdf(["Budget", SENTENCE])),
+             slack.fake.share_file("F2", "minutes.docx", make_docx(["Marta owns catering"]))]
+    status, _ = await slack.send.event(with_files("Idea: budget for the Q3 offsite", files,
+                                                  ts="1767261000.000100", event_id="EvF1"))
+    assert status == 200
+    posts = await slack.fake.wait_for("chat.postMessage")
+    await slack.settle()
+    assert {c.token for c in slack.fake.file_gets} == {"Bearer xoxb-test"}
+    statuses = [c.body.get("status") for c in slack.fake.calls_to(
+        "assistant.threads.setStatus")]
+    assert "Reading report.pdf…" in statuses  # progress while it reads
+    (note,) = [f for f in vault_files(slack.vault) if f.endswith(".md")]
+    text = (slack.vault / note).read_text(encoding="utf-8")
+    assert "budget for the Q3 offsite" in text and SENTENCE in text
+    assert "Marta owns catering" in text
+    assert "![[attachments/report.pdf]]" in text and "![[attachments/minutes.docx]]" in text
+    assert (slack.vault / "attachments" / "report.pdf").read_bytes() == slack.fake.files["F1"]
+    found = await slack.brain.store_for(USER).search("forty two thousand euros")
+    assert [e.path for e in found.entries] == [note]
+    assert "Filed" in json.dumps(posts[-1].body) or "Saved" in json.dumps(posts[-1].body)
+
+
+async def test_a_file_slack_will_not_give_is_said_and_the_note_is_filed(
+        slack: Harness) -> None:
+    gone = slack.fake.share_file("F9", "deleted.pdf", b"")
+    slack.fake.files.pop("F9")  # deleted before the job ran: Slack answers 404
+    await slack.send.event(with_files("Project Phoenix: launch notes", [gone],
+                                      ts="1767261100.000100", event_id="EvF9"))
+    await slack.fake.wait_for("chat.postMessage")
+    await slack.settle()
+    (note,) = [f for f in vault_files(slack.vault) if f.endswith(".md")]
+    text = (slack.vault / note).read_text(encoding="utf-8")
+    assert "launch notes" in text
+    assert "_Could not read it: Slack would not give the file (HTTP 404" in text
+    assert not (slack.vault / "attachments").exists()
+
+
+async def test_a_message_of_files_alone_is_filed_by_the_files(slack: Harness) -> None:
+    shared = slack.fake.share_file("F3", "notes.txt", b"Call the plumber about the leak")
+    await slack.send.event(with_files("", [shared], ts="1767261200.000100", event_id="EvF3"))
+    await slack.fake.wait_for("chat.postMessage")
+    await slack.settle()
+    (note,) = [f for f in vault_files(slack.vault) if f.endswith(".md")]
+    text = (slack.vault / note).read_text(encoding="utf-8")
+    assert "Shared notes.txt" in text and "Call the plumber about the leak" in text
