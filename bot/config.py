@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from tools.readers.read import Limits
 
 
 class Settings(BaseSettings):
@@ -53,6 +57,9 @@ class Settings(BaseSettings):
     retention_days: int = Field(default=90, ge=0, alias="BRAIN_RETENTION_DAYS")
     # A shared file larger than this is not read or kept; the note links to where it is.
     max_file_mb: float = Field(default=25.0, gt=0, le=1024, alias="BRAIN_MAX_FILE_MB")
+    # The speech-to-text model for clips: a CTranslate2 Whisper folder; unset: Whisper base as
+    # the media extra ships it (joined once into <data>/models/).
+    speech_model: Path | None = Field(default=None, alias="BRAIN_SPEECH_MODEL")
     # `brain mcp --http`: Host names (and so origins) allowed besides loopback and the bound
     # address, comma-separated; the bearer token clients send (required off loopback).
     mcp_allowed_hosts: str | None = Field(default=None, alias="BRAIN_MCP_ALLOWED_HOSTS")
@@ -99,3 +106,9 @@ class Settings(BaseSettings):
     def reminder_at(self) -> tuple[int, int]:
         hour, minute = self.reminder_time.split(":")
         return int(hour), int(minute)
+
+    def reader_limits(self) -> Limits:
+        """What reading one shared file may spend, and where the speech model is."""
+        from tools.readers.read import Limits
+
+        return Limits(speech_model=self.speech_model, cache=self.data_dir / "models")

@@ -92,7 +92,7 @@ class TurnRunner:
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
         filed = filed_notes(captures)
-        shared = await read_all(files)
+        shared = await read_all(files, self.settings.reader_limits())
         view = message_view(text) + (f"\n\n{for_the_model(shared)}" if shared else "")
         ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
                                  source=source, channel=channel, thread_ts=thread_ts,

@@ -87,3 +87,24 @@ def test_bad_file_arguments_change_nothing(tmp_path: Path, brain: BrainCLI) -> N
     empty = brain("add", "--category", "ideas")
     assert empty.code == 2 and "give TEXT, --file PATH or both" in empty.err
     assert not (tmp_path / "data" / "vaults" / "local").exists()
+
+
+def test_a_screenshot_and_a_spoken_clip_are_read_offline(tmp_path: Path,
+                                                         brain: BrainCLI) -> None:
+    """OCR and speech to text with no key and nothing downloaded: the search finds each note
+    by words that are only inside its file."""
+    from tests.media import screenshot, spoken_wav
+
+    (tmp_path / "screenshot.png").write_bytes(screenshot(
+        ["Incident review", "The backup job failed on the night of the ninth"]))
+    (tmp_path / "memo.wav").write_bytes(spoken_wav(
+        "Remember to water the tomatoes on the balcony every morning.", tmp_path))
+    made = {}
+    for name in ("screenshot.png", "memo.wav"):
+        added = brain("add", "--file", str(tmp_path / name), "--category", "ideas", "--json")
+        assert added.code == 0, added.err
+        made[name] = added.json()["path"]
+    for query, name in (("backup job failed", "screenshot.png"),
+                        ("water the tomatoes on the balcony", "memo.wav")):
+        found = brain("search", query, "--json").json()["entries"]
+        assert found and found[0]["path"] == made[name], (name, found)

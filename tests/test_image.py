@@ -69,7 +69,8 @@ def parse_lock(text: str) -> dict[str, Locked]:
 def _direct_requirements() -> list[Requirement]:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     return [Requirement(r) for r in
-            [*project["dependencies"], *project["optional-dependencies"]["postgres"]]]
+            [*project["dependencies"], *project["optional-dependencies"]["postgres"],
+             *project["optional-dependencies"]["media"]]]
 
 
 def _via_project(entry: Locked) -> bool:

@@ -43,14 +43,15 @@ def cmd_add(args: argparse.Namespace) -> int:
     from bot.config import Settings
 
     try:
-        shared = _shared_files(args.file or [], Settings().max_file_mb)
+        settings = Settings()
+        shared = _shared_files(args.file or [], settings.max_file_mb)
     except UsageError as exc:
         return fail(str(exc))
 
     async def add(v: Opened) -> Any:
         from tools.readers.sections import file_sections, read_all
 
-        sections = await file_sections(v.store, await read_all(shared))
+        sections = await file_sections(v.store, await read_all(shared, settings.reader_limits()))
         name = (args.name or "").strip() or title_from_text(text or sections.title or "file")
         body = (text + "\n" if text else "") + sections.text
         entry = await v.store.create(args.category, name, {"source": "cli"}, body)

@@ -5,9 +5,12 @@ a search finds a sentence only inside the file, and what cannot be read is said.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from tests.e2e.bot_harness import Harness
 from tests.e2e.slack_harness import USER, message_event, vault_files
+from tests.media import screenshot, spoken_wav, to_m4a
 from tests.tools.test_readers import make_docx, make_pdf
 
 SENTENCE = "The Lisbon offsite costs forty two thousand euros"
@@ -66,3 +69,24 @@ async def test_a_message_of_files_alone_is_filed_by_the_files(slack: Harness) ->
     (note,) = [f for f in vault_files(slack.vault) if f.endswith(".md")]
     text = (slack.vault / note).read_text(encoding="utf-8")
     assert "Shared notes.txt" in text and "Call the plumber about the leak" in text
+
+
+async def test_a_screenshot_and_a_voice_clip_become_notes_found_by_what_they_hold(
+        slack: Harness, tmp_path: Path) -> None:
+    shot = slack.fake.share_file("F4", "dashboard.png", screenshot(
+        ["Weekly metrics", "Signups doubled after the pricing change"]))
+    await slack.send.event(with_files("Idea: dashboard from the growth review", [shot],
+                                      ts="1767261300.000100", event_id="EvF4"))
+    clip = slack.fake.share_file("F5", "audio_message.m4a", to_m4a(spoken_wav(
+        "Remember that the greenhouse heater needs a new thermostat.", tmp_path)))
+    await slack.send.event(with_files("", [clip], ts="1767261400.000100", event_id="EvF5"))
+    await slack.fake.wait_for("chat.postMessage", count=2, timeout=90)
+    await slack.settle()
+    store = slack.brain.store_for(USER)
+    for query, fid in (("signups doubled after the pricing change", "F4"),
+                       ("greenhouse heater thermostat", "F5")):
+        found = await store.search(query)
+        assert found.entries, query
+        text = (slack.vault / found.entries[0].path).read_text(encoding="utf-8")
+        (kept,) = re.findall(r"!\[\[(attachments/[^\]]+)\]\]", text)  # opens from the note
+        assert (slack.vault / kept).read_bytes() == slack.fake.files[fid]

@@ -4,9 +4,9 @@ keeps: a file that cannot be read is a `Reading` with a `problem`, never an exce
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
-from tools.readers import documents
+from tools.readers import documents, images, speech
 
 MAX_TEXT = 20_000  # characters of extracted text kept in a note; the rest stays in the file
 
@@ -29,6 +29,20 @@ class Reading:
         return self.problem is None and bool(self.text.strip())
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What a reader may spend on one file, and where the speech model lives."""
+
+    max_pages: int = documents.MAX_PAGES
+    max_seconds: float = speech.MAX_SECONDS  # of a clip
+    speech_model: Path | None = None  # a CTranslate2 Whisper directory; None: the shipped one
+    cache: Path = Path("brain-data") / "models"  # where the shipped model is unpacked
+
+
+EMPTY = {"image": "no text found in the image",
+         "audio": "no speech heard in the clip"}
+
+
 def kind_of(name: str, data: bytes) -> str:
     suffix = PurePosixPath(name.lower()).suffix
     if data.startswith(b"%PDF-") or suffix == ".pdf":
@@ -46,12 +60,12 @@ def kind_of(name: str, data: bytes) -> str:
     return "unknown"
 
 
-def read(name: str, data: bytes, *, max_pages: int = documents.MAX_PAGES) -> Reading:
+def read(name: str, data: bytes, limits: Limits = Limits()) -> Reading:
     """The text of one file. Never raises for the file's own faults."""
     kind = kind_of(name, data)
     try:
         if kind == "pdf":
-            text, detail = documents.pdf_text(data, max_pages)
+            text, detail = documents.pdf_text(data, limits.max_pages)
         elif kind == "docx":
             text, detail = documents.docx_text(data), ""
         elif kind == "html":
@@ -59,11 +73,10 @@ def read(name: str, data: bytes, *, max_pages: int = documents.MAX_PAGES) -> Rea
         elif kind == "text":
             text, detail = documents.plain_text(data), ""
         elif kind == "image":
-            return Reading(name, kind, "", "reading text in images needs the media readers "
-                                          "(`pip install '.[media]'`)")
+            text, detail = images.image_text(data)
         elif kind == "audio":
-            return Reading(name, kind, "", "transcribing clips needs the media readers "
-                                          "(`pip install '.[media]'`)")
+            text, detail = speech.transcript(data, model_dir=limits.speech_model,
+                                             cache=limits.cache, max_seconds=limits.max_seconds)
         else:
             return Reading(name, kind, "", f"{PurePosixPath(name).suffix or 'this'} files "
                                            "are not a kind I can read")
@@ -71,7 +84,8 @@ def read(name: str, data: bytes, *, max_pages: int = documents.MAX_PAGES) -> Rea
         return Reading(name, kind, "", str(exc))
     text = text.strip()
     if not text:
-        return Reading(name, kind, "", "no text in it (a scan or an empty file?)", detail)
+        return Reading(name, kind, "", EMPTY.get(kind, "no text in it (a scan or an empty "
+                                                       "file?)"), detail)
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT].rsplit(" ", 1)[0] + " …"
         detail = ", ".join(x for x in (detail, f"cut at {MAX_TEXT:,} characters") if x)

@@ -9,7 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from storage.store import Store
-from tools.readers.read import Reading, read
+from tools.readers.read import Limits, Reading, read
 
 
 @dataclass(frozen=True)
@@ -37,15 +37,16 @@ Read = list[tuple[SharedFile, Reading]]
 MODEL_CHARS = 1500  # of each file's text shown to the model beside the message
 
 
-async def read_all(files: list[SharedFile]) -> Read:
+async def read_all(files: list[SharedFile], limits: Limits | None = None) -> Read:
     """Each file read; parsing a big PDF is CPU work: off the event loop, beside other
     people's turns."""
+    limits = limits or Limits()
     out = []
     for shared in files:
         if shared.data is None:
             reading = Reading(shared.name, "unknown", "", shared.problem or "not fetched")
         else:
-            reading = await asyncio.to_thread(read, shared.name, shared.data)
+            reading = await asyncio.to_thread(read, shared.name, shared.data, limits)
         out.append((shared, reading))
     return out
 

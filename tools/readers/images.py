@@ -1,0 +1,58 @@
+"""Text in images (a screenshot, a photo of a whiteboard) through OCR that runs offline:
+RapidOCR's ONNX models ship inside its wheel and run on the onnxruntime search by meaning
+already uses. PNG, JPEG, WebP and GIF (its first frame) are opened with Pillow."""
+
+from __future__ import annotations
+
+import io
+import threading
+from typing import Any
+
+from tools.readers.documents import Unreadable
+
+MEDIA_EXTRA = "the media readers (`pip install '.[media]'`)"
+MAX_SIDE = 2560  # pixels: a bigger image is scaled down first (OCR time grows with its area)
+MAX_PIXELS = 60_000_000  # a decompression bomb is refused before it is decoded
+
+_engine: Any = None
+_engine_lock = threading.Lock()
+
+
+def _ocr() -> Any:
+    """One engine per process: loading its three models costs about a second."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            import logging
+
+            try:
+                from rapidocr import RapidOCR
+            except ImportError as exc:
+                raise Unreadable(f"reading text in images needs {MEDIA_EXTRA}") from exc
+            logging.getLogger("RapidOCR").setLevel(logging.ERROR)
+            _engine = RapidOCR(params={"Global.log_level": "error"})
+        return _engine
+
+
+def image_text(data: bytes) -> tuple[str, str]:
+    """The lines the OCR finds, top to bottom, and a detail ("1280×800")."""
+    try:
+        import numpy as np
+        from PIL import Image
+
+        Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+        with Image.open(io.BytesIO(data)) as img:
+            size = f"{img.width}×{img.height}"
+            img.seek(0)  # a GIF's (or an animated WebP's) first frame
+            frame = img.convert("RGB")
+    except Exception as exc:  # not an image, truncated, a bomb: Pillow raises many kinds
+        raise Unreadable(f"the image cannot be opened ({type(exc).__name__})") from exc
+    if max(frame.size) > MAX_SIDE:
+        frame.thumbnail((MAX_SIDE, MAX_SIDE))
+    engine = _ocr()
+    try:
+        result = engine(np.asarray(frame)[:, :, ::-1])  # RapidOCR expects OpenCV's BGR
+    except Exception as exc:
+        raise Unreadable(f"the OCR failed on it ({type(exc).__name__})") from exc
+    lines = [str(t) for t in (getattr(result, "txts", None) or ()) if str(t).strip()]
+    return "\n".join(lines), size

