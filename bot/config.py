@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     # The speech-to-text model for clips: a CTranslate2 Whisper folder; unset: Whisper base as
     # the media extra ships it (joined once into <data>/models/).
     speech_model: Path | None = Field(default=None, alias="BRAIN_SPEECH_MODEL")
+    # Hosts a shared link may be fetched from although they are private or local (an intranet
+    # wiki), comma-separated; every other link to such an address is refused.
+    fetch_allow_hosts: str | None = Field(default=None, alias="BRAIN_FETCH_ALLOW_HOSTS")
     # `brain mcp --http`: Host names (and so origins) allowed besides loopback and the bound
     # address, comma-separated; the bearer token clients send (required off loopback).
     mcp_allowed_hosts: str | None = Field(default=None, alias="BRAIN_MCP_ALLOWED_HOSTS")

@@ -12,7 +12,9 @@ from typing import Any
 from bot.core import Core
 from bot.digest.service import Digests
 from tools.base import ToolContext
+from tools.readers.sections import Read
 from tools.registry import Execution, execute
+from tools.web.links import shared_links
 
 
 class ToolCalls:
@@ -26,10 +28,17 @@ class ToolCalls:
         where the call comes from (conversation, turn, job, Slack thread)."""
         core = self.core
         store = core.store_for(user_id)
+        settings = core.settings
+
+        async def read_links(urls: list[str]) -> Read:
+            return await shared_links(urls, allow_hosts=settings.fetch_allow_hosts,
+                                      limits=settings.reader_limits())
+
         return ToolContext(store=store, db=core.db, user_id=user_id,
-                           confidence_threshold=core.settings.confidence_threshold,
-                           tz=core.settings.tz, similar=core.keeper.turn_similar(store),
-                           make_digest=self.digests.maker(store, user_id), **fields)
+                           confidence_threshold=settings.confidence_threshold,
+                           tz=settings.tz, similar=core.keeper.turn_similar(store),
+                           make_digest=self.digests.maker(store, user_id),
+                           read_links=read_links, **fields)
 
     async def call(self, *, user_id: str, name: str, arguments: dict[str, Any] | None,
                    source: str = "mcp") -> Execution:

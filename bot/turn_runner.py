@@ -45,6 +45,7 @@ from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
+from tools.web.links import MAX_LINKS, mostly_links, shared_links, urls_in
 
 log = logging.getLogger(__name__)
 
@@ -68,19 +69,22 @@ class TurnRunner:
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
                      thread_ts: str | None = None, job: JobRow | None = None,
-                     files: list[SharedFile] | None = None) -> TurnResult:
+                     files: list[SharedFile] | None = None,
+                     unfurls: list[dict[str, str]] | None = None) -> TurnResult:
         """One turn. With `job` (the intake job it runs for) it is taken once: a job that
         runs again gets the turn already taken, and notes its first try filed are found.
-        `files` shared with the message are read; the note that files it keeps them."""
+        `files` shared with the message are read; the note that files it keeps them. A
+        message that is (mostly) a link gets its page read (Slack's `unfurls` when given)."""
         if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
             return TurnResult.from_dict(job.result["turn"])
         with collecting() as changes:  # what the turn changed, for its Undo
             return await self._handle(conversation_key, user_id, text, source, channel,
-                                      thread_ts, job, changes, files or [])
+                                      thread_ts, job, changes, files or [], unfurls)
 
     async def _handle(self, conversation_key: str, user_id: str, text: str, source: str,
                       channel: str | None, thread_ts: str | None, job: JobRow | None,
-                      changes: list[str], files: list[SharedFile]) -> TurnResult:
+                      changes: list[str], files: list[SharedFile],
+                      unfurls: list[dict[str, str]] | None) -> TurnResult:
         store = self.core.store_for(user_id)
         # One transaction opens the turn: conversation, its filed notes, recent history.
         async with self.db.session() as s:
@@ -92,7 +96,11 @@ class TurnRunner:
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
         filed = filed_notes(captures)
-        shared = await read_all(files, self.settings.reader_limits())
+        limits = self.settings.reader_limits()
+        shared = await read_all(files, limits)
+        if mostly_links(text):
+            shared += await shared_links(urls_in(text)[:MAX_LINKS], limits=limits, unfurls=unfurls,
+                                         allow_hosts=self.settings.fetch_allow_hosts)
         view = message_view(text) + (f"\n\n{for_the_model(shared)}" if shared else "")
         ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
                                  source=source, channel=channel, thread_ts=thread_ts,

@@ -108,3 +108,27 @@ def test_a_screenshot_and_a_spoken_clip_are_read_offline(tmp_path: Path,
                         ("water the tomatoes on the balcony", "memo.wav")):
         found = brain("search", query, "--json").json()["entries"]
         assert found and found[0]["path"] == made[name], (name, found)
+
+
+def test_a_link_becomes_a_note_with_its_page_and_a_refused_one_says_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.web_pages import ARTICLE_SENTENCE, pages_in_thread
+
+    brain = BrainCLI(capsys, tmp_path, {"BRAIN_DATA_DIR": str(tmp_path / "data"),
+                                        "BRAIN_FETCH_ALLOW_HOSTS": "127.0.0.1"})
+    vault = tmp_path / "data" / "vaults" / "local"
+    with pages_in_thread() as pages:
+        added = brain("add", "--url", pages.url("/article"), "--category", "ideas", "--json")
+        assert added.code == 0, added.err
+        note = (vault / added.json()["path"]).read_text(encoding="utf-8")
+        assert "name: Growing vegetables on a city balcony" in note
+        assert ARTICLE_SENTENCE in note and "Ana Ruiz · Urban Garden Weekly" in note
+        found = brain("search", "south-facing balcony sun", "--json").json()["entries"]
+        assert found and found[0]["path"] == added.json()["path"]
+
+        refused = brain("add", "Read later", "--url", pages.url("/to-private"),
+                        "--category", "admin", "--json")
+        assert refused.code == 0 and pages.hits("/article") == 1  # the redirect not followed
+        assert "not fetched: 127.0.0.2 is a private or local address" in refused.err
+        kept = (vault / refused.json()["path"]).read_text(encoding="utf-8")
+        assert "Read later" in kept and f"<{pages.url('/to-private')}>" in kept

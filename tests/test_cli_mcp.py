@@ -39,11 +39,12 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def stdio(tmp_path: Path, *args: str, mode: str = "auto") -> AsyncIterator[Client]:
+async def stdio(tmp_path: Path, *args: str, mode: str = "auto",
+                **env: str) -> AsyncIterator[Client]:
     """`brain mcp ARGS` started by the SDK's stdio client, as Claude Desktop would."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp", *args],
-                                   env=_env(tmp_path), cwd=str(tmp_path))
+                                   env=_env(tmp_path, **env), cwd=str(tmp_path))
     async with Client(params, mode=mode, read_timeout_seconds=30) as client:
         yield client
 
@@ -95,6 +96,28 @@ async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(tmp_pat
     receipt = await _receipt(tmp_path, note["id"])
     assert receipt is not None
     assert (receipt.user_id, receipt.path, receipt.status) == ("alice", note["path"], "filed")
+
+
+async def test_capture_with_a_url_keeps_the_page_and_refuses_a_private_one(
+        tmp_path: Path) -> None:
+    from tests.web_pages import ARTICLE_SENTENCE, serve_pages
+
+    pages = await serve_pages()
+    try:
+        async with stdio(tmp_path, "--user", "alice", "--create",
+                         BRAIN_FETCH_ALLOW_HOSTS="127.0.0.1") as client:
+            kept = await client.call_tool("classify_and_capture", {
+                "text": "Balcony gardening article", "url": pages.url("/article")})
+            refused = await client.call_tool("classify_and_capture", {
+                "text": "Router admin page", "url": "http://192.168.1.1/"})
+        assert not kept.is_error and not refused.is_error, (_text(kept), _text(refused))
+        vault = tmp_path / "data" / "vaults" / "alice"
+        page = (vault / kept.structured_content["path"]).read_text(encoding="utf-8")
+        assert ARTICLE_SENTENCE in page and "## From Growing vegetables" in page
+        note = (vault / refused.structured_content["path"]).read_text(encoding="utf-8")
+        assert "not fetched: 192.168.1.1 is a private or local address" in note
+    finally:
+        await pages.close()
 
 
 async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:

@@ -70,6 +70,9 @@ class ToolContext:
     # keeps them and their text; a question with a file is answered from it, nothing kept.
     shared: list[tuple[SharedFile, Reading]] = field(default_factory=list)
     shared_filed: bool = field(default=False, repr=False)
+    # Reads links (tools/web/links.py, with the app's fetch guards and limits) into `shared`
+    # form: a capture given a `url` keeps the page. None: links are not fetched.
+    read_links: Callable[[list[str]], Awaitable[list[tuple[SharedFile, Reading]]]] | None = None
 
     def saw(self, data: Any) -> None:
         """Remember the notes a tool's result names (any object with a path and a name)."""

@@ -14,6 +14,7 @@ from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
 from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
+from tools.web.links import URL
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,9 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT,
                  "description": "The thought, verbatim"},
+        "url": {"type": "string", "maxLength": 2000, "pattern": "^[A-Za-z][A-Za-z0-9+.-]*:",
+                "description": "A link to keep with the thought: the page's title and main "
+                               "text go into the note (private addresses are refused)"},
         "hints": {
             "type": "object",
             "properties": {
@@ -99,7 +103,7 @@ def repair(args: Any) -> tuple[dict[str, Any], list[str]] | None:
     text = args.get("text")
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
         return None
-    dropped = [f"{k} (not an argument)" for k in args if k not in ("text", "hints")]
+    dropped = [f"{k} (not an argument)" for k in args if k not in ("text", "hints", "url")]
     hints = args.get("hints")
     kept: dict[str, Any] = {}
     if isinstance(hints, dict):
@@ -112,7 +116,13 @@ def repair(args: Any) -> tuple[dict[str, Any], list[str]] | None:
                 kept[key] = value
     elif hints is not None:
         dropped.append("hints (not an object)")
-    return {"text": text, "hints": kept}, dropped
+    out: dict[str, Any] = {"text": text, "hints": kept}
+    url = args.get("url")
+    if isinstance(url, str) and 0 < len(url) <= 2000:
+        out["url"] = url
+    elif url is not None:
+        dropped.append("url (not a link)")
+    return out, dropped
 
 
 def _short(value: Any) -> str:
@@ -121,6 +131,10 @@ def _short(value: Any) -> str:
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    url = args.get("url")
+    if url and ctx.read_links is not None and not ctx.shared_filed and not any(
+            s.link == url for s, _ in ctx.shared):  # (a link the turn read already)
+        ctx.shared = [*ctx.shared, *await ctx.read_links([url])]
     return await file_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
 
 
@@ -156,6 +170,8 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     confidence = round(min(max(confidence, 0.0), 1.0), 2)
 
     name = str(hints.get("name") or "").strip()
+    if ctx.shared and not URL.sub(" ", text).strip() and not URL.sub(" ", name).strip():
+        name = ctx.shared[0][1].name  # a bare link (and no better name): its page's title
     if not name:
         name = classified.name if classified else classify_rules.subject(text)
     name = name[:MAX_NAME].strip() or "Untitled"
@@ -164,9 +180,11 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     merged = {**suggested_fields, **{k: v for k, v in hints.items()
                                      if k not in ("category", "confidence", "name")}}
     common = {"confidence": confidence, "source": ctx.source, **(extra_fields or {})}
+    unread: list[str] = []  # "report.pdf: the PDF is encrypted": said in the reply
     if ctx.shared and not ctx.shared_filed:  # the message's files go with its (first) note
         ctx.shared_filed = True
         sections = await file_sections(ctx.store, ctx.shared)
+        unread = sections.problems
         footer = "\n".join(x for x in (footer, sections.text) if x)
     body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
     entry_id = ctx.next_entry_id()
@@ -209,6 +227,8 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         data["suggested_category"] = category
     if dropped:
         data["dropped"] = dropped
+    if unread:
+        data["unread"] = unread
     if related:
         data["related"] = [{"name": e.name, "path": e.path, "id": e.id} for e in related]
     shown = {k: v for k, v in entry.fields.items()
@@ -221,6 +241,8 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         summary = f"Saved to inbox for review: {entry.name} ({fields['reason']})"
     if dropped:
         summary += f"; left out: {'; '.join(dropped)}"
+    if unread:
+        summary += f"; could not read {'; '.join(unread)}"
     if related:
         summary += f"; related: {', '.join(e.name for e in related)}"
     return ToolOutput(kind="capture", data=data, text=summary)

@@ -1,5 +1,6 @@
-"""`brain add`: a note from TEXT and files (`--file`, read by tools/readers and kept in the
-vault's `attachments/`), filed where `--category` says, with its capture receipt."""
+"""`brain add`: a note from TEXT, files (`--file`, read by tools/readers and kept in the
+vault's `attachments/`) and links (`--url`, fetched with the guards of tools/web), filed where
+`--category` says, with its capture receipt."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def _shared_files(paths: list[str], max_mb: float) -> list[Any]:
 
 def cmd_add(args: argparse.Namespace) -> int:
     text = " ".join(args.text).strip()
-    if not text and not args.file:
-        return fail("nothing to add: give TEXT, --file PATH or both")
+    if not text and not args.file and not args.url:
+        return fail("nothing to add: give TEXT, --file PATH, --url URL or several")
     from bot.config import Settings
 
     try:
@@ -50,8 +51,14 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     async def add(v: Opened) -> Any:
         from tools.readers.sections import file_sections, read_all
+        from tools.web.links import shared_links
 
-        sections = await file_sections(v.store, await read_all(shared, settings.reader_limits()))
+        limits = settings.reader_limits()
+        done = await read_all(shared, limits)
+        if args.url:
+            done += await shared_links(args.url, allow_hosts=settings.fetch_allow_hosts,
+                                       limits=limits)
+        sections = await file_sections(v.store, done)
         name = (args.name or "").strip() or title_from_text(text or sections.title or "file")
         body = (text + "\n" if text else "") + sections.text
         entry = await v.store.create(args.category, name, {"source": "cli"}, body)
@@ -75,6 +82,9 @@ def register(sub: Any) -> None:  # argparse subparsers
     p.add_argument("--file", action="append", metavar="PATH",
                    help="a PDF, Word, HTML or text file to read into the note and keep in "
                         "attachments/ (repeatable)")
+    p.add_argument("--url", action="append", metavar="URL",
+                   help="a web page (or a PDF) to read into the note: its title, author, "
+                        "site and main text (repeatable; private addresses are refused)")
     p.add_argument("--category", required=True, choices=CATEGORIES)
     p.add_argument("--name", help="note name (default: the first line of TEXT)")
     add_common(p)

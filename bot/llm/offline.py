@@ -35,6 +35,7 @@ from bot.llm.types import (
 from tools.classify_rules import UNSURE, AnySimilar, ask_similar, classify
 from tools.dates import today_in
 from tools.intent import Route, route
+from tools.readers.sections import without_files
 
 __all__ = ["OfflineProvider", "example_for_schema"]
 
@@ -73,7 +74,8 @@ class OfflineProvider:
         offered, choice = requested_tools(tools, tool_choice, options,
                                           self.config.default_tool_name)
         last = messages[-1] if messages else Message("user", "")
-        user_text = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+        user_text = without_files(  # the rules judge the message, not a file's text
+            next((m.content or "" for m in reversed(messages) if m.role == "user"), ""))
         forced = isinstance(choice, NamedTool) or choice == "required"
         calls: Calls = []
         text: str | None

@@ -180,6 +180,10 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "",
     if hint:
         info.append(hint)
     blocks.append(context(" · ".join(info), block_id=f"conf-{entry_id}{suffix}"))
+    unread = "; ".join(escape(clip(str(u), 200)) for u in data.get("unread") or [])
+    if unread:  # a shared file or link that could not be read: the note has the rest
+        blocks.append(context(f":warning: Could not read {unread}",
+                              block_id=f"unread-{entry_id}{suffix}"))
     related = " · ".join(f"*{escape(clip(str(r['name']), 60))}*" for r in data.get("related", []))
     if related:  # notes close to this one by meaning (tools/related.py)
         blocks.append(context(f"Related: {related}", block_id=f"related-{entry_id}{suffix}"))

@@ -17,6 +17,7 @@ from typing import Any
 from bot.jobs import JobKind, JobQueue
 from bot.slack.shared_files import files_of
 from storage.types import CATEGORIES
+from tools.web.links import unfurls_of
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,8 @@ def turn_spec(body: dict[str, Any], event: dict[str, Any], text: str) -> JobSpec
                "text": text, "event_id": event_id}
     if files := files_of(event):  # fetched by the job, never before the ack
         payload["files"] = files
+    if unfurls := unfurls_of(event):  # Slack's previews of its links: no fetch needed
+        payload["unfurls"] = unfurls
     return JobSpec(key=f"event:{event_id}", kind=JobKind.TURN, user=user,
                    lane=conversation_key(channel, thread_ts, user), payload=payload)
 

@@ -69,7 +69,9 @@ async def _fetch(session: aiohttp.ClientSession, token: str, url: str, name: str
         async with session.get(url, headers={"Authorization": f"Bearer {token}"},
                                allow_redirects=False) as resp:
             kind = resp.headers.get("Content-Type", "")
-            if resp.status != 200 or kind.startswith("text/html"):
+            login_page = kind.startswith("text/html") and not name.lower().endswith(
+                (".html", ".htm", ".xhtml"))
+            if resp.status != 200 or login_page:
                 # Slack answers a missing scope or a deleted file with a login page or a 403.
                 return SharedFile(name, None, link, f"Slack would not give the file (HTTP "
                                                     f"{resp.status}; is files:read granted?)")

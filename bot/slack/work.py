@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+from urllib.parse import urlparse
 
 from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -29,6 +30,7 @@ from bot.slack.reminder_work import ReminderWork
 
 # the Brain's expected failures reach adapters as these
 from storage.errors import StorageError, UnsafePath
+from tools.web.links import mostly_links, urls_in
 
 log = logging.getLogger(__name__)
 MAX_UNDO = 20  # changes one Undo button puts back
@@ -60,6 +62,9 @@ class SlackWork:
             await self.brain.accounts.resumed(user)  # writing to the bot ends a pause
             await web.set_status(self.client, channel, thread_ts, web.THINKING)
         shared = []
+        if mostly_links(p["text"]) and "turn" not in job.result:  # the turn reads the page
+            await web.set_status(self.client, channel, thread_ts,
+                                 f"Reading {urlparse(urls_in(p['text'])[0]).hostname}…"[:80])
         if p.get("files") and "turn" not in job.result:  # read while Slack shows it
             await web.set_status(self.client, channel, thread_ts,
                                  f"Reading {p['files'][0]['name']}…"[:80])
@@ -70,7 +75,7 @@ class SlackWork:
             result = await self.brain.turns.handle(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
                 text=p["text"], source=permalink(channel, ts), channel=channel,
-                thread_ts=thread_ts, job=job.job, files=shared)
+                thread_ts=thread_ts, job=job.job, files=shared, unfurls=p.get("unfurls"))
         except UnsafePath as exc:  # the person's vault folder is a link or elsewhere: no retry
             ref = cards.new_ref()
             log.error("turn refused (ref %s): %s", ref, exc)

@@ -62,6 +62,7 @@ class FakeSlack:
         self.names: dict[str, str] = {}  # user -> display name (users.info)
         self.dm_of: dict[str, str] = {}  # user -> DM channel id (conversations.open)
         self.files: dict[str, bytes] = {}  # file id -> bytes, served at url_private_download
+        self.refused_files: set[str] = set()  # served 403 (as without the files:read scope)
         self.file_gets: list[Call] = []  # every download asked for, with its headers
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -91,6 +92,8 @@ class FakeSlack:
         if request.headers.get("Authorization") != "Bearer xoxb-test":
             # Slack sends a login page to a request without the token
             return web.Response(status=200, content_type="text/html", text="<html>sign in")
+        if request.match_info["file_id"] in self.refused_files:  # the app lacks files:read
+            return web.Response(status=403, text="missing_scope")
         data = self.files.get(request.match_info["file_id"])
         if data is None:
             return web.Response(status=404, text="file_not_found")

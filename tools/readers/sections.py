@@ -18,6 +18,7 @@ class SharedFile:
     data: bytes | None  # None: not fetched (too big, refused); `problem` says why
     link: str | None = None  # where it lives (a Slack permalink, the path given)
     problem: str | None = None
+    reading: Reading | None = None  # already read (a page behind a link): not read again
 
 
 @dataclass
@@ -43,7 +44,9 @@ async def read_all(files: list[SharedFile], limits: Limits | None = None) -> Rea
     limits = limits or Limits()
     out = []
     for shared in files:
-        if shared.data is None:
+        if shared.reading is not None:
+            reading = shared.reading
+        elif shared.data is None:
             reading = Reading(shared.name, "unknown", "", shared.problem or "not fetched")
         else:
             reading = await asyncio.to_thread(read, shared.name, shared.data, limits)
@@ -51,11 +54,22 @@ async def read_all(files: list[SharedFile], limits: Limits | None = None) -> Rea
     return out
 
 
+SHARED_MARK = "\n\n[Shared "  # where what the files hold starts in the model's view
+
+
+def without_files(view: str) -> str:
+    """The message part of a view `for_the_model` appended to (the rules judge only that)."""
+    return view.split(SHARED_MARK, 1)[0]
+
+
 def for_the_model(done: Read) -> str:
     """What the model sees of the files beside the message (to file or to answer with)."""
     parts = []
     for shared, reading in done:
-        head = f"[Shared file {shared.name}" + (f", {reading.detail}" if reading.detail else "")
+        what = f"Shared link {shared.link}" if reading.kind == "page" or (
+            shared.data is None and shared.link and shared.link.startswith("http")
+            and shared.name == shared.link) else f"Shared file {shared.name}"
+        head = f"[{what}" + (f", {reading.detail}" if reading.detail else "")
         if reading.problem:
             parts.append(f"{head}: could not be read: {reading.problem}]")
         else:
@@ -69,7 +83,8 @@ async def file_sections(store: Store, done: Read) -> FileSections:
     out = FileSections()
     for shared, reading in done:
         if shared.data is None:
-            where = f"[{shared.name}]({shared.link})" if shared.link else shared.name
+            where = (f"<{shared.link}>" if shared.link == shared.name or reading.kind == "page"
+                     else f"[{shared.name}]({shared.link})" if shared.link else shared.name)
         else:
             rel = await store.attach(shared.name, shared.data)
             out.kept.append(rel)
