@@ -19,6 +19,8 @@ from bot.llm.types import LLMError, Message, RequestOptions
 from bot.tool_calls import ToolCalls
 from tools.base import derived_id
 from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
+from tools.readers.sections import SharedFile, read_all
+from tools.web.links import MAX_LINKS, mostly_links, shared_links, urls_in
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,10 @@ class Saver:
 
     async def save(self, *, user_id: str, text: str, channel: str, message_ts: str,
                    source: str, author: str | None = None,
-                   job_id: int | None = None) -> Saved:
-        """File `text` for `user_id`, or find it filed before; `author` is who wrote it."""
+                   job_id: int | None = None, files: list[SharedFile] | None = None,
+                   unfurls: list[dict[str, str]] | None = None) -> Saved:
+        """File `text` for `user_id`, or find it filed before; `author` is who wrote it.
+        The message's `files` (and the page of a message that is a link) go into the note."""
         store = self.core.store_for(user_id)
         key = save_key(user_id, channel, message_ts)
         n = 1
@@ -69,6 +73,12 @@ class Saver:
         ctx = self.tools.context(user_id, source=source, channel=channel,
                                  thread_ts=message_ts, job_id=job_id, job_key=key,
                                  _ids_given=n - 1, ids_may_exist=True)
+        limits = self.core.settings.reader_limits()
+        ctx.shared = await read_all(files or [], limits)
+        if mostly_links(text):
+            ctx.shared += await shared_links(
+                urls_in(text)[:MAX_LINKS], allow_hosts=self.core.settings.fetch_allow_hosts,
+                limits=limits, unfurls=unfurls)
         hints = await self._hints(text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None

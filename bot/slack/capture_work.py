@@ -19,8 +19,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.jobs import Handler, JobContext, JobKind
-from bot.slack import cards, web
-from bot.slack.intake import permalink, plain_text
+from bot.slack import cards, shared_files, web
+from bot.slack.intake import permalink, plain_text, shared_text
+from bot.slack.shared_files import files_of
+from tools.web.links import unfurls_of
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ class SaveWork:
         p = job.job.payload
         user, channel, ts = p["user"], p["channel"], p["message_ts"]
         text, thread_ts, author = p.get("text"), p.get("thread_ts"), p.get("author")
+        files, unfurls = p.get("files") or [], p.get("unfurls") or []
         if p["via"] == "reaction":
             try:
                 message = await web.fetch_message(self.client, channel, ts)
@@ -89,15 +92,19 @@ class SaveWork:
                 return None
             text, thread_ts = message.get("text"), message.get("thread_ts")
             author = message.get("user") or message.get("username") or author
-        text = plain_text(str(text or "")).strip()
+            files, unfurls = files_of(message), unfurls_of(message)
+        text = plain_text(str(text or "")).strip() or shared_text({"files": files})
         if not text:
-            await self._tell(job, "That message has no text to save (files and images are "
-                                  "not saved).")
+            await self._tell(job, "That message has no text or files to save.")
             return None
+        shared = await shared_files.files_download(
+            self.client.token or "", self.settings.slack_api_url, files,
+            int(self.settings.max_file_mb * 2**20)) if files else []
         name = await web.user_name(self.client, author) if author else None
         result = await self.brain.saves.save(
             user_id=user, text=text, channel=channel, message_ts=ts,
-            source=permalink(channel, ts, thread_ts), author=name, job_id=job.job.id)
+            source=permalink(channel, ts, thread_ts), author=name, job_id=job.job.id,
+            files=shared, unfurls=unfurls)
         saved = {"data": result.data, "text": result.text, "already": result.already}
         await job.remember(saved=saved, thread_ts=thread_ts)
         return saved

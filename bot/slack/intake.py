@@ -165,7 +165,9 @@ def save_spec(body: dict[str, Any]) -> JobSpec:
                             "message_ts": ts, "thread_ts": message.get("thread_ts"),
                             "text": str(message.get("text") or ""),
                             "author": message.get("user") or message.get("username"),
-                            "response_url": body.get("response_url")})
+                            "response_url": body.get("response_url"),
+                            # fetched by the job (never before the ack), as a DM's are
+                            "files": files_of(message), "unfurls": unfurls_of(message)})
 
 
 def reaction_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:

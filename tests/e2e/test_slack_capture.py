@@ -148,3 +148,28 @@ async def test_the_ephemeral_cards_button_replaces_it_through_its_response_url(
     assert f"Moved to *{target.capitalize()}*" in json.dumps(replaced.body["blocks"])
     assert vault_files(slack.vault)[0].startswith(f"{target}/")
     assert slack.fake.calls_to("chat.update") == []  # ephemeral cards cannot be chat.update'd
+
+
+async def test_saving_a_message_with_a_file_keeps_the_file_and_its_text(
+        slack: Harness) -> None:
+    """The shortcut brings the message's files, the reaction reads them with the message; the
+    job downloads them with the bot token and the note holds their text either way."""
+    from tests.tools.test_readers import make_pdf
+
+    pdf = slack.fake.share_file("FS1", "venues.pdf", make_pdf(["The riverside hall seats 120"]))
+    shortcut = save_shortcut(trigger="T1", response_url=slack.fake.hook_url("s1"))
+    shortcut["message"]["files"] = [pdf]
+    await slack.send.action(shortcut)
+    await slack.fake.wait_for("hook:s1", timeout=30)
+    shot = slack.fake.share_file("FS2", "notes.txt", b"Caterer quotes arrive on Friday")
+    message = slack.fake.seed_message(CHANNEL, "", user=AUTHOR, ts="1767262000.000100")
+    message["files"] = [shot]
+    await slack.send.event(reaction_added(event_id="EvRF", ts="1767262000.000100"))
+    await slack.fake.wait_for("chat.postEphemeral", timeout=30)
+    await slack.settle()
+    store = slack.brain.store_for(USER)
+    for query, kept in (("riverside hall seats", "venues.pdf"),
+                        ("caterer quotes Friday", "notes.txt")):
+        (found,) = (await store.search(query)).entries
+        assert f"![[attachments/{kept}]]" in (slack.vault / found.path).read_text()
+    assert {c.token for c in slack.fake.file_gets} == {"Bearer xoxb-test"}
