@@ -85,7 +85,10 @@ def test_bad_file_arguments_change_nothing(tmp_path: Path, brain: BrainCLI) -> N
                     "--json")
     assert missing.code == 2 and "no such file" in json.loads(missing.out)["error"]["message"]
     empty = brain("add", "--category", "ideas")
-    assert empty.code == 2 and "give TEXT, --file PATH or both" in empty.err
+    assert empty.code == 2 and "give TEXT, --file PATH, --url URL or several" in empty.err
+    for bad in ("example.com/page", "file:///etc/passwd", "http://"):
+        not_web = brain("add", "--url", bad, "--category", "ideas")
+        assert not_web.code == 2 and f"--url {bad}: not a web address" in not_web.err
     assert not (tmp_path / "data" / "vaults" / "local").exists()
 
 
@@ -132,3 +135,17 @@ def test_a_link_becomes_a_note_with_its_page_and_a_refused_one_says_why(
         assert "not fetched: 127.0.0.2 is a private or local address" in refused.err
         kept = (vault / refused.json()["path"]).read_text(encoding="utf-8")
         assert "Read later" in kept and f"<{pages.url('/to-private')}>" in kept
+
+
+def test_export_holds_the_attachments_and_forget_erases_them(tmp_path: Path,
+                                                             brain: BrainCLI) -> None:
+    import zipfile
+
+    pdf = files(tmp_path)["report.pdf"]
+    assert brain("add", "Offsite", "--file", str(pdf), "--category", "ideas").code == 0
+    out = tmp_path / "export.zip"
+    assert brain("export", "--user", "local", "--out", str(out)).code == 0
+    with zipfile.ZipFile(out) as zf:
+        assert zf.read("vault/attachments/report.pdf") == pdf.read_bytes()
+    assert brain("forget", "--user", "local", "--yes").code == 0
+    assert not (tmp_path / "data" / "vaults" / "local" / "attachments").exists()

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from bot.commands.common import Opened, add_common, fail
 from bot.commands.storage_cmds import UsageError, _verb, print_entry, title_from_text
@@ -46,6 +47,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     try:
         settings = Settings()
         shared = _shared_files(args.file or [], settings.max_file_mb)
+        for url in args.url or []:
+            parsed = urlparse(url)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise UsageError(f"--url {url}: not a web address (http:// or https://)")
     except UsageError as exc:
         return fail(str(exc))
 

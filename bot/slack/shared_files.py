@@ -6,6 +6,7 @@ will not give, or one over the size limit, is named with why, never lost silentl
 from __future__ import annotations
 
 import logging
+import tempfile
 from typing import Any
 from urllib.parse import urlparse
 
@@ -75,13 +76,18 @@ async def _fetch(session: aiohttp.ClientSession, token: str, url: str, name: str
                 # Slack answers a missing scope or a deleted file with a login page or a 403.
                 return SharedFile(name, None, link, f"Slack would not give the file (HTTP "
                                                     f"{resp.status}; is files:read granted?)")
-            data = bytearray()
-            async for chunk in resp.content.iter_chunked(CHUNK):
-                data += chunk
-                if len(data) > max_bytes:
-                    return SharedFile(name, None, link, "it is over BRAIN_MAX_FILE_MB "
-                                                        f"({max_bytes / 2**20:g} MB)")
-            return SharedFile(name, bytes(data), link)
+            # Spooled through an unnamed temporary file, so the bytes are held once (a
+            # growing buffer turned into bytes would be held twice at the end).
+            with tempfile.TemporaryFile() as spool:
+                size = 0
+                async for chunk in resp.content.iter_chunked(CHUNK):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        return SharedFile(name, None, link, "it is over BRAIN_MAX_FILE_MB "
+                                                            f"({max_bytes / 2**20:g} MB)")
+                    spool.write(chunk)
+                spool.seek(0)
+                return SharedFile(name, spool.read(), link)
     except (aiohttp.ClientError, TimeoutError) as exc:
         log.warning("downloading a shared file failed: %s", type(exc).__name__)
         return SharedFile(name, None, link, f"the download failed ({type(exc).__name__})")

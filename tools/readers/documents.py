@@ -15,10 +15,12 @@ class Unreadable(Exception):
     """The file is not what its name says, is encrypted or broken: the message says which."""
 
 
-def plain_text(data: bytes) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return data.decode("utf-8", errors="replace").replace("\x00", "")
+def plain_text(data: bytes, keep: int) -> str:
+    """The text, decoding only what a note can keep (about `keep` characters): a 20 MB log
+    is not turned into a 20 MB string to keep its first page."""
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    head = data[start:start + keep * 4 + 4] if len(data) > keep * 4 + 4 + start else data[start:]
+    return head.decode("utf-8", errors="replace").replace("\x00", "")
 
 
 def pdf_text(data: bytes, max_pages: int) -> tuple[str, str]:
@@ -97,7 +99,7 @@ class _Text(HTMLParser):
 
 def html_text(data: bytes) -> str:
     parser = _Text()
-    parser.feed(plain_text(data))
+    parser.feed(plain_text(data, len(data)))
     parser.close()
     body = re.sub(r"[ \t\r\f\v]+", " ", "".join(parser.parts))
     body = re.sub(r"\n\s*\n+", "\n\n", body).strip()

@@ -71,7 +71,7 @@ def read(name: str, data: bytes, limits: Limits = Limits()) -> Reading:
         elif kind == "html":
             text, detail = documents.html_text(data), ""
         elif kind == "text":
-            text, detail = documents.plain_text(data), ""
+            text, detail = documents.plain_text(data, MAX_TEXT), ""
         elif kind == "image":
             text, detail = images.image_text(data)
         elif kind == "audio":
