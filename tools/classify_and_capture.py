@@ -29,9 +29,7 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT,
                  "description": "The thought, verbatim"},
-        "url": {"type": "string", "maxLength": 2000, "pattern": "^[A-Za-z][A-Za-z0-9+.-]*:",
-                "description": "A link to keep with the thought: the page's title and main "
-                               "text go into the note (private addresses are refused)"},
+        "url": {"type": "string", "maxLength": 2000, "description": "A page to keep"},
         "hints": {
             "type": "object",
             "properties": {
@@ -54,10 +52,10 @@ SCHEMA: dict[str, Any] = {
 }
 
 DESCRIPTION = (
-    "Save a new thought, task or fact the user tells you (not questions or corrections). "
+    "Save a thought, task or fact the user tells you (not questions or corrections). "
     "Fill hints yourself: category, confidence 0-1, short name, and that category's fields "
     "(people: context, follow_ups; projects: status, next_action, due_date; ideas: one_liner; "
-    "admin: status, due_date, next_action). Unsure goes to the inbox."
+    "admin: status, due_date, next_action). If unsure: inbox."
 )
 
 

@@ -163,16 +163,11 @@ class History:
         with self._log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(change.to_dict(), ensure_ascii=False) + "\n")
 
-    def _read_log(self) -> list[Change]:
+    def _log_lines(self) -> list[str]:
         try:
-            lines = self._log_path.read_text(encoding="utf-8").splitlines()
+            return self._log_path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             return []
-        out = []
-        for line in lines:
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                out.append(Change.from_dict(json.loads(line)))
-        return out
 
     def _rebuild(self) -> list[Change]:
         """The list from the commits themselves (oldest first), written back to the cache."""
@@ -193,29 +188,45 @@ class History:
         os.replace(tmp, self._log_path)
         return found
 
-    def changes(self) -> list[Change]:
-        """Every change, oldest first."""
+    def _lines(self) -> list[str]:
+        """The cache's lines (one change each, oldest first), rebuilt from the commits when
+        it lags the repository (another process committed, or it was lost)."""
         if not (self.path / "repo.git" / "HEAD").is_file():
             return []
-        log = self._read_log()
         head = self.repo.head()
         if head is None:
             return []
-        if not log or log[-1].id != head.decode():
-            log = self._rebuild()
-        return log
+        lines = self._log_lines()
+        last = _parsed(lines[-1]) if lines else None
+        if last is None or last.id != head.decode():
+            self._rebuild()
+            lines = self._log_lines()
+        return lines
+
+    def changes(self) -> list[Change]:
+        """Every change, oldest first."""
+        return [c for line in self._lines() if (c := _parsed(line)) is not None]
 
     def of_note(self, rel: str | None, limit: int = 50) -> list[Change]:
-        """Newest first; with `rel`, the changes to that note, following it through moves."""
+        """Newest first; with `rel`, the changes to that note, following it through moves.
+        Only the lines that can matter are parsed (a path is looked for as the line spells
+        it): listing stays fast in a long history."""
         wanted = {rel} if rel else None
+        spelled = {_spelled(rel)} if rel else set()
         out = []
-        for change in reversed(self.changes()):
+        for line in reversed(self._lines()):
+            if wanted is not None and not any(s in line for s in spelled):
+                continue
+            change = _parsed(line)
+            if change is None:
+                continue
             if wanted is not None:
                 if not wanted.intersection(change.paths):
                     continue
                 for old, new in change.moved:
-                    if new in wanted:
+                    if new in wanted and old not in wanted:
                         wanted.add(old)
+                        spelled.add(_spelled(old))
             out.append(change)
             if len(out) >= limit:
                 break
@@ -299,3 +310,15 @@ class History:
         if self._repo is not None:
             self._repo.close()
             self._repo = None
+
+
+def _parsed(line: str) -> Change | None:
+    try:
+        return Change.from_dict(json.loads(line))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _spelled(path: str) -> str:
+    """A path as a line of the cache spells it (JSON, non-ASCII kept)."""
+    return json.dumps(path, ensure_ascii=False)
