@@ -25,11 +25,12 @@ CHUNK = 1 << 16
 def files_of(event: dict[str, Any]) -> list[dict[str, Any]]:
     """The files of a message event, as the job's payload keeps them (no file bytes)."""
     out = []
-    for f in event.get("files") or []:
+    found = event.get("files")
+    for f in found if isinstance(found, list) else []:
         if not isinstance(f, dict) or not f.get("id"):
             continue
         out.append({"id": str(f["id"]), "name": str(f.get("name") or f.get("title") or f["id"]),
-                    "size": int(f.get("size") or 0),
+                    "size": f["size"] if isinstance(f.get("size"), int) else 0,
                     "url": str(f.get("url_private_download") or f.get("url_private") or ""),
                     "permalink": str(f.get("permalink") or "")})
     return out

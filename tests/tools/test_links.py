@@ -15,7 +15,7 @@ from tests.tools.test_readers import make_pdf
 from tests.web_pages import ARTICLE_SENTENCE, Pages, serve_pages
 from tools.readers.read import Limits
 from tools.web.fetch import USER_AGENT, public
-from tools.web.links import mostly_links, read_links, urls_in
+from tools.web.links import mostly_links, read_links, unfurls_of, urls_in
 
 ALLOW = "127.0.0.1"
 
@@ -110,3 +110,13 @@ def test_a_message_is_a_link_when_little_else_is_said() -> None:
                             "for the numbers she sent last week")
     assert urls_in("see <https://example.com/a|a> and https://example.com/b.") == [
         "https://example.com/a", "https://example.com/b"]
+
+
+@given(st.dictionaries(st.sampled_from(["attachments", "text"]),
+                       st.none() | st.integers() | st.text(max_size=5)
+                       | st.lists(st.none() | st.integers() | st.dictionaries(
+                           st.sampled_from(["from_url", "title", "text"]),
+                           st.none() | st.integers() | st.text(max_size=5)), max_size=3)))
+def test_unfurls_of_any_event_shape_never_fail(event: dict) -> None:
+    for unfurl in unfurls_of(event):
+        assert isinstance(unfurl["url"], str)

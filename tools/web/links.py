@@ -50,7 +50,8 @@ def mostly_links(text: str) -> bool:
 def unfurls_of(event: dict[str, Any]) -> list[dict[str, str]]:
     """Slack's unfurls in a message event (`attachments` with `from_url`), as a job keeps them."""
     out = []
-    for a in event.get("attachments") or []:
+    found = event.get("attachments")
+    for a in found if isinstance(found, list) else []:
         if isinstance(a, dict) and isinstance(a.get("from_url"), str):
             out.append({"url": a["from_url"], "title": str(a.get("title") or ""),
                         "text": str(a.get("text") or ""),
