@@ -5,6 +5,7 @@ already uses. PNG, JPEG, WebP and GIF (its first frame) are opened with Pillow."
 from __future__ import annotations
 
 import io
+import os
 import threading
 from typing import Any
 
@@ -13,6 +14,12 @@ from tools.readers.documents import Unreadable
 MEDIA_EXTRA = "the media readers (`pip install '.[media]'`)"
 MAX_SIDE = 2560  # pixels: a bigger image is scaled down first (OCR time grows with its area)
 MAX_PIXELS = 60_000_000  # a decompression bomb is refused before it is decoded
+
+def reader_threads() -> int:
+    """Threads one file's OCR or transcription may use: all cores but one (up to 4), so
+    reading a file leaves a core to everyone else's turns."""
+    return max(1, min(4, (os.cpu_count() or 1) - 1))
+
 
 _engine: Any = None
 _engine_lock = threading.Lock()
@@ -30,7 +37,11 @@ def _ocr() -> Any:
             except ImportError as exc:
                 raise Unreadable(f"reading text in images needs {MEDIA_EXTRA}") from exc
             logging.getLogger("RapidOCR").setLevel(logging.ERROR)
-            _engine = RapidOCR(params={"Global.log_level": "error"})
+            threads = reader_threads()
+            _engine = RapidOCR(params={
+                "Global.log_level": "error",
+                "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+                "EngineConfig.onnxruntime.inter_op_num_threads": 1})
         return _engine
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.readers.documents import Unreadable
-from tools.readers.images import MEDIA_EXTRA
+from tools.readers.images import MEDIA_EXTRA, reader_threads
 
 MAX_SECONDS = 600.0  # a longer clip is refused, not truncated silently
 TIME_BUDGET = 300.0  # seconds of transcription per clip; what was heard by then is kept
@@ -62,7 +62,7 @@ def _model(path: Path) -> Any:
                 from faster_whisper import WhisperModel
             except ImportError as exc:
                 raise Unreadable(f"transcribing clips needs {MEDIA_EXTRA}") from exc
-            threads = max(1, min(4, os.cpu_count() or 1))
+            threads = reader_threads()
             _models[path] = WhisperModel(str(path), device="cpu", compute_type="int8",
                                          cpu_threads=threads)
         return _models[path]
