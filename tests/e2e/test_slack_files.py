@@ -27,7 +27,9 @@ def with_files(text: str, files: list[dict], *, ts: str, event_id: str) -> dict:
 async def test_a_pdf_and_a_docx_in_a_dm_become_a_note_found_by_their_text(
         slack: Harness) -> None:
     files = [slack.fake.share_file("F1", "report.pdf", make_pdf(["Budget", SENTENCE])),
-             slack.fake.share_file("F2", "minutes.docx", make_docx(["Marta owns catering"]))]
+             slack.fake.share_file("F2", "minutes.docx", make_docx(["Marta owns catering"])),
+             slack.fake.share_file("F6", "agenda.html", b"<html><body><script>x()</script>"
+                                   b"<p>Kickoff with the Lisbon venue on Monday</p></body></html>")]
     status, _ = await slack.send.event(with_files("Idea: budget for the Q3 offsite", files,
                                                   ts="1767261000.000100", event_id="EvF1"))
     assert status == 200
@@ -40,7 +42,8 @@ async def test_a_pdf_and_a_docx_in_a_dm_become_a_note_found_by_their_text(
     (note,) = [f for f in vault_files(slack.vault) if f.endswith(".md")]
     text = (slack.vault / note).read_text(encoding="utf-8")
     assert "budget for the Q3 offsite" in text and SENTENCE in text
-    assert "Marta owns catering" in text
+    assert "Marta owns catering" in text and "Kickoff with the Lisbon venue" in text
+    assert "x()" not in text
     assert "![[attachments/report.pdf]]" in text and "![[attachments/minutes.docx]]" in text
     assert (slack.vault / "attachments" / "report.pdf").read_bytes() == slack.fake.files["F1"]
     found = await slack.brain.store_for(USER).search("forty two thousand euros")
