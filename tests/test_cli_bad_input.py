@@ -216,6 +216,10 @@ def test_doctor_passes_without_slack_for_a_local_set_up(cli: BrainCLI) -> None:
     done = cli("doctor")  # no SLACK_* at all: CLI/MCP only
     assert done.code == 0, done.out
     assert "not checked (no SLACK_* setting)" in done.out and "All good" in done.out
+    readers = next(x for x in done.out.splitlines() if "Readers" in x)
+    assert readers.startswith("ok") and "images: yes; clips: yes" in readers  # the media extra
+    odd = cli("doctor", BRAIN_SPEECH_MODEL="/nowhere/whisper")
+    assert odd.code == 1 and "BRAIN_SPEECH_MODEL /nowhere/whisper is not a folder" in odd.out
     local = cli("doctor", "--local", SLACK_BOT_TOKEN="xoxp-wrong-kind")
     assert local.code == 0 and "not checked (--local)" in local.out, local.out
     slack = cli("doctor", "--offline", SLACK_BOT_TOKEN="xoxp-wrong-kind")

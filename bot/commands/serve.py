@@ -121,6 +121,7 @@ async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> 
     if checks[-1].ok and not offline:
         checks.append(await _llm_probe(settings))
     checks.append(_meaning_check(settings))
+    checks.append(_readers_check(settings))
     checks.extend(await _data_checks(settings))
     return checks
 
@@ -133,6 +134,24 @@ def _meaning_check(settings: Settings) -> Any:
 
     ok, detail, fix = model_check(settings)
     return Check("Search by meaning", ok, detail, fix)
+
+
+def _readers_check(settings: Settings) -> Any:
+    """What shared files can be read here (the media extra is optional: WARN, not FAIL)."""
+    from bot.slack.doctor import Check
+    from tools.readers.read import media_readers
+
+    found = media_readers()
+    kinds = "PDF, Word, HTML, text, links" + "".join(
+        f"; {kind}: {'yes' if ok else 'no'}" for kind, ok in found.items())
+    if settings.speech_model is not None and not settings.speech_model.is_dir():
+        return Check("Readers", False, f"{kinds}; BRAIN_SPEECH_MODEL {settings.speech_model} "
+                     "is not a folder", "point BRAIN_SPEECH_MODEL at a CTranslate2 Whisper "
+                     "folder, or unset it for the shipped model")
+    if all(found.values()):
+        return Check("Readers", True, kinds)
+    return Check("Readers", True, kinds + " (a capture keeps such a file and says it could "
+                 "not read it)", "pip install -e '.[media]'", warn=True)
 
 
 def _llm_check(settings: Settings) -> Any:

@@ -43,6 +43,17 @@ EMPTY = {"image": "no text found in the image",
          "audio": "no speech heard in the clip"}
 
 
+def media_readers() -> dict[str, bool]:
+    """Which of the media extra's readers are installed (found, not loaded: cheap)."""
+    from importlib.util import find_spec
+
+    def has(*names: str) -> bool:
+        return all(find_spec(n) is not None for n in names)
+
+    return {"images": has("rapidocr", "PIL"),
+            "clips": has("faster_whisper", *speech.PARTS)}
+
+
 def kind_of(name: str, data: bytes) -> str:
     suffix = PurePosixPath(name.lower()).suffix
     if data.startswith(b"%PDF-") or suffix == ".pdf":
