@@ -220,7 +220,10 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
 
 
 def print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    # A lone surrogate (from a model, a file name) cannot be written as UTF-8: "?" instead of
+    # a traceback in place of the whole answer.
+    print(text.encode("utf-8", "replace").decode("utf-8"))
 
 
 def fail(message: str, code: int = EXIT_USAGE, kind: str | None = None,

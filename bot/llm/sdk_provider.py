@@ -267,7 +267,7 @@ class SDKProvider(ABC):
         text = _LONE_SURROGATE.sub("\ufffd", "\n".join(t for t in reply.texts if t)) or None
         if text is not None and not text.strip():
             text = None
-        calls = tuple(reply.tool_calls)
+        calls = tuple(_clean_call(c) for c in reply.tool_calls)
         structured_text = options is not None and options.response_schema is not None
         if text is not None and not structured_text:
             text, written = repair.read_calls(text, offered)
@@ -315,3 +315,22 @@ def schema_instruction(options: RequestOptions) -> str:
     """The schema in words, for a server that takes JSON but not a schema."""
     return ("Answer with only a JSON object (no prose, no code fence) that matches this JSON "
             "schema:\n" + json.dumps(options.response_schema, ensure_ascii=False))
+
+
+def _clean(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (a JSON "\\ud8eb" escape decodes to
+    one) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _clean_call(call: ToolCall) -> ToolCall:
+    cleaned = _clean(call.arguments)
+    if cleaned == call.arguments and not _LONE_SURROGATE.search(call.name):
+        return call
+    return replaced(call, name=_clean(call.name), arguments=cleaned)

@@ -5,6 +5,7 @@ tool calls written into the text, refusals that are not outages."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -241,3 +242,16 @@ async def test_a_lone_surrogate_in_the_reply_becomes_a_replacement_character(
     answer = await make(kind, srv).complete("s", [Message("user", "x")], TOOLS)
     assert answer.text == "Noted \ufffd here 😀"
     assert answer.text.encode("utf-8")
+
+
+@SDKS
+async def test_a_lone_surrogate_in_tool_arguments_becomes_a_replacement_character(
+        kind: str, srv: FakeLLMServer) -> None:
+    """The same model wrote one inside a tool call's arguments: `brain chat --json` died
+    printing the turn's executions (bench/bench_local_model.py, 2026-11-25)."""
+    srv.script([calls(kind, "classify_and_capture",
+                      {"text": "Car \ud8eb insurance", "hints": {"tags": ["\udc00x"]}})])
+    answer = await make(kind, srv).complete("s", [Message("user", "x")], TOOLS)
+    (call,) = answer.tool_calls
+    assert call.arguments == {"text": "Car \ufffd insurance", "hints": {"tags": ["\ufffdx"]}}
+    assert json.dumps(call.arguments, ensure_ascii=False).encode("utf-8")
