@@ -21,7 +21,7 @@ from bot.slack.intake import JobSpec, assistant_spec, is_from_a_bot, turn_spec
 log = logging.getLogger(__name__)
 
 PROMPTS_TITLE = "Try one of these:"
-# The same prompts as manifest.yml's assistant_view (a test keeps them in step).
+# The same prompts as manifest.yml's agent_view (a test keeps them in step).
 SUGGESTED_PROMPTS: list[dict[str, str]] = [
     {"title": "What's due this week?", "message": "What's due this week?"},
     {"title": "Review my inbox", "message": "Show my inbox notes to review"},

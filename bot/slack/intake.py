@@ -191,6 +191,17 @@ def home_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
                    lane=f"home:{user}", payload={"user": user})
 
 
+def messages_tab_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
+    """Agent messaging (manifest `agent_view`): the person opened the app's Messages tab; it
+    gets the suggested prompts, set on the DM itself (no thread)."""
+    _need(event, "user", "channel")
+    _need(body, "event_id")
+    user, channel = event["user"], event["channel"]
+    return JobSpec(key=f"event:{body['event_id']}", kind=JobKind.THREAD_STARTED, user=user,
+                   lane=f"prompts:{user}", payload={"user": user, "channel": channel,
+                                                    "thread_ts": None})
+
+
 def assistant_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
     """The assistant panel opened a thread: it gets the suggested prompts."""
     thread = event.get("assistant_thread") or {}

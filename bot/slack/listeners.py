@@ -42,6 +42,7 @@ from bot.slack.intake import (
     home_action_spec,
     home_spec,
     is_from_a_bot,
+    messages_tab_spec,
     open_note_spec,
     reaction_spec,
     save_spec,
@@ -146,6 +147,8 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
     async def on_home(event: dict[str, Any], body: dict[str, Any]) -> None:
         if event.get("tab") == "home":
             await take(lambda: home_spec(body, event), "App Home")
+        elif event.get("tab") == "messages":  # agent messaging: where a conversation starts
+            await take(lambda: messages_tab_spec(body, event), "Messages tab")
 
     assistant.register(app, take, log)
 

@@ -103,14 +103,16 @@ class SlackWork:
     # -- the assistant panel opened a thread -------------------------------------------------
 
     async def thread_started(self, job: JobContext) -> None:
-        """Slack's AI-app panel: the new thread gets the suggested prompts."""
+        """Suggested prompts: in a new assistant-panel thread, or on the DM when its Messages
+        tab opens (agent messaging, where a thread_ts would make the call fail silently)."""
         if job.result.get("prompted"):
             return
         p = job.job.payload
+        where = {"thread_ts": p["thread_ts"]} if p.get("thread_ts") else {}
         try:
             await self.client.assistant_threads_setSuggestedPrompts(
-                channel_id=p["channel"], thread_ts=p["thread_ts"], title=PROMPTS_TITLE,
-                prompts=SUGGESTED_PROMPTS)
+                channel_id=p["channel"], title=PROMPTS_TITLE, prompts=SUGGESTED_PROMPTS,
+                **where)
         except SlackClientError as exc:
             log.warning("assistant.threads.setSuggestedPrompts failed on %s/%s: %s",
                         p["channel"], p["thread_ts"], web.error_code(exc))

@@ -144,3 +144,18 @@ async def test_a_revoked_users_schedules_pause_until_they_write_again(slack: Har
     async with slack.brain.core.db.session() as s:
         assert await slack_state.paused_users(s) == set()
     assert set(kept) <= set(vault_files(slack.vault))  # their notes were kept throughout
+
+
+async def test_opening_the_messages_tab_sets_the_prompts_on_the_dm(slack: Harness) -> None:
+    """Agent messaging: `app_home_opened` with tab "messages" replaces the assistant thread's
+    start; the prompts go to the DM without a thread_ts (with one, Slack drops the call)."""
+    from tests.e2e.slack_harness import home_opened
+
+    opened = home_opened(event_id="EvMsgTab")
+    opened["event"]["tab"] = "messages"
+    assert (await slack.send.event(opened))[0] == 200
+    (prompts,) = await slack.fake.wait_for("assistant.threads.setSuggestedPrompts")
+    await slack.settle()
+    assert prompts.body["channel_id"] == DM and "thread_ts" not in prompts.body
+    assert prompts.body["prompts"] == SUGGESTED_PROMPTS
+    assert slack.fake.calls_to("views.publish") == []  # the Home tab is not drawn for it

@@ -8,13 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 import yaml
 
-from tests.shared import SLACK_FIXTURES
-
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = SLACK_FIXTURES / "manifest.schema.json"
+SCHEMA = ROOT / "tests" / "fixtures" / "slack" / "manifest.schema.json"  # SOURCE.md there
 
 # Web API method (as the SDK names it) -> the bot scope it needs (None: no scope).
 METHOD_SCOPES: dict[str, str | None] = {
@@ -66,9 +63,14 @@ def methods_used() -> set[str]:
 
 
 def test_manifest_is_valid_against_slacks_schema() -> None:
-    if not SCHEMA.exists():
-        pytest.skip("Slack manifest schema not present")
     jsonschema.validate(manifest(), json.loads(SCHEMA.read_text(encoding="utf-8")))
+
+
+def test_the_manifest_uses_agent_messaging_not_the_retiring_assistant_view() -> None:
+    features = manifest()["features"]
+    assert "assistant_view" not in features
+    assert len(features["agent_view"]["agent_description"]) <= 300  # the schema's limit
+    assert features["app_home"]["messages_tab_enabled"] is True
 
 
 def test_manifest_turns_on_what_the_app_listens_to() -> None:
@@ -106,12 +108,11 @@ def test_the_manifest_declares_every_entry_point_the_code_listens_to() -> None:
 
     m = manifest()
     events = set(m["settings"]["event_subscriptions"]["bot_events"])
-    assert {"reaction_added", "app_home_opened", "assistant_thread_started",
-            "assistant_thread_context_changed", "app_uninstalled", "tokens_revoked"} <= events
+    assert {"reaction_added", "app_home_opened", "app_uninstalled", "tokens_revoked"} <= events
     assert m["features"]["app_home"]["home_tab_enabled"] is True
     shortcuts = {s["callback_id"]: s for s in m["features"]["shortcuts"]}
     assert shortcuts[SAVE_SHORTCUT]["type"] == "message"
-    assert m["features"]["assistant_view"]["suggested_prompts"] == SUGGESTED_PROMPTS
+    assert m["features"]["agent_view"]["suggested_prompts"] == SUGGESTED_PROMPTS
     assert "reactions:write" not in m["oauth_config"]["scopes"]["bot"]  # no hourglass any more
 
 
