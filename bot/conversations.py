@@ -64,6 +64,13 @@ class Conversations:
         async with self.db.session() as s:
             return await repositories.thread_known(s, channel, thread_ts)
 
+    async def rate(self, *, turn_id: int, user_id: str, verdict: str) -> bool:
+        """Record `verdict` (good | bad) on `user_id`'s own turn; False when it is not theirs."""
+        async with self.db.session() as s:
+            done = await repositories.set_feedback(s, turn_id, user_id, verdict)
+            await s.commit()
+        return done
+
     async def note_owner(self, entry_id: str, conversation_key: str | None = None) -> str | None:
         """Whose vault holds the note: its capture's user, else the conversation's user."""
         receipt = await self.core.receipts.for_entry(entry_id)

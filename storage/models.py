@@ -118,6 +118,9 @@ class Turn(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     job_id: Mapped[int | None] = mapped_column(Integer, index=True)  # the intake job, if any
+    # The asker's thumbs up or down on the answer (good | bad), and when (migration 0008).
+    feedback: Mapped[str | None] = mapped_column(String(8))
+    feedback_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class Message(Base):

@@ -167,6 +167,8 @@ async def _log(args: argparse.Namespace) -> int:
                 print(f"  tool:  {r.tool} {args_text} {r.status} {r.duration_ms:.0f} ms"
                       + (f" ({r.error})" if r.error else ""))
             print(f"  brain: {(t.reply_text or '').splitlines()[0] if t.reply_text else ''}")
+            if t.feedback:
+                print(f"  feedback: {'👍 good' if t.feedback == 'good' else '👎 bad'}")
         return 0
     finally:
         await brain.close()
@@ -177,5 +179,6 @@ def _turn_dict(t: Any) -> dict[str, Any]:
             "reply_text": t.reply_text, "status": t.status, "llm_calls": t.llm_calls,
             "input_tokens": t.input_tokens, "output_tokens": t.output_tokens,
             "created_at": t.created_at.isoformat(),  # ISO 8601, with its UTC offset
+            "feedback": t.feedback,  # good | bad | None: the answer's thumbs in Slack
             "tool_runs": [{"tool": r.tool, "arguments": r.arguments, "status": r.status,
                            "error": r.error, "ms": r.duration_ms} for r in t.tool_runs]}

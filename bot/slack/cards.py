@@ -23,6 +23,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from bot.slack.feedback import answered, feedback_block
 from bot.slack.limits import BODY_PREVIEW as BODY_PREVIEW
 from bot.slack.limits import MAX_BLOCKS as MAX_BLOCKS
 from bot.slack.limits import MAX_CONTEXT_TEXT as MAX_CONTEXT_TEXT
@@ -369,9 +370,12 @@ def turn_message(result: Any) -> SlackMessage:
     if undo is not None:
         blocks.append(undo)
     runs = runs_context(result.executions)
-    room = MAX_BLOCKS - (1 if runs else 0)
+    rated = answered(result) and bool(blocks)
+    room = MAX_BLOCKS - (1 if runs else 0) - (1 if rated else 0)
     if len(blocks) > room:
         blocks = blocks[: room - 1] + [context("(more results than fit in one message)")]
+    if rated:
+        blocks.append(feedback_block(result.turn_id))
     if runs:
         blocks.append(runs)
     if not blocks:

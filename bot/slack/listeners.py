@@ -31,6 +31,7 @@ from bot.slack.cards import (
     UNDO_ACTION,
     UNDO_CHANGES_ACTION,
 )
+from bot.slack.feedback import FEEDBACK_ACTION
 from bot.slack.home_view import HOME_PREFIX
 from bot.slack.intake import (
     USER_SUBTYPES,
@@ -115,6 +116,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
     app.action(re.compile(rf"^{re.escape(MOVE_ACTION_PREFIX)}"))(on_button)
     app.action(UNDO_ACTION)(on_button)
     app.action(UNDO_CHANGES_ACTION)(on_button)
+    app.action(FEEDBACK_ACTION)(on_button)
 
     @app.action(re.compile(rf"^{re.escape(HOME_PREFIX)}"))
     async def on_home_control(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:

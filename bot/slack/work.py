@@ -19,7 +19,7 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
-from bot.slack import cards, shared_files, web
+from bot.slack import cards, feedback, shared_files, web
 from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
@@ -153,6 +153,9 @@ class SlackWork:
         if press["action_id"] == cards.UNDO_CHANGES_ACTION:
             await self._undo_changes(job, press)
             return
+        if press["action_id"] == feedback.FEEDBACK_ACTION:
+            await self._feedback(job, press)
+            return
         try:
             entry_id, target = parse_button_value(press["value"])
         except ValueError as exc:
@@ -237,6 +240,21 @@ class SlackWork:
         text = f"Undone: {len(done)} change(s) put back (`brain history` lists them)."
         await self._show(press, cards.message([cards.section(text)], text))
         await self.home.refresh(press["user"])
+
+    async def _feedback(self, job: JobContext, press: dict[str, Any]) -> None:
+        """The asker's thumbs on an answer, kept with its turn; a thumbs down is told how to
+        put it right. Another person's press records nothing."""
+        if job.result.get("rated"):
+            return
+        parsed = feedback.parse(str(press["value"]))
+        recorded = parsed is not None and await self.brain.conversations.rate(
+            turn_id=parsed[1], user_id=press["user"], verdict=parsed[0])
+        await job.remember(rated=True)
+        if parsed is not None and recorded and parsed[0] == "bad":
+            await self._tell(press, feedback.SORRY)
+        elif not recorded:
+            log.info("feedback from %s on %r not recorded: not their answer", press["user"],
+                     press["value"][:40])
 
     async def _tell(self, press: dict[str, Any], text: str, *, escape: bool = True) -> None:
         await web.ephemeral(self.client, press["channel"], press["user"], text,

@@ -39,6 +39,7 @@ from storage.repositories.conversations import (
     recent_conversations,
     recent_turn_messages,
     save_messages,
+    set_feedback,
     start_turn,
     thread_known,
     touch_conversation,
@@ -62,6 +63,6 @@ __all__ = [
     "captures_since", "claim_event", "delete_subscriptions", "finish_turn", "get_conversation",
     "get_conversation_by_id", "get_or_create_conversation", "list_subscriptions", "mark_capture",
     "mark_sent", "prune_events", "recent_conversations", "recent_turn_messages",
-    "save_messages", "set_capture_message", "start_turn", "thread_known", "touch_conversation",
+    "save_messages", "set_capture_message", "set_feedback", "start_turn", "thread_known", "touch_conversation",
     "turns_for_log", "upsert_subscription",
 ]

@@ -71,6 +71,7 @@ class TurnRow:
     created_at: datetime
     finished_at: datetime | None
     tool_runs: tuple[ToolRunRow, ...] = ()
+    feedback: str | None = None  # good | bad, from the answer's feedback buttons
 
 
 
@@ -81,7 +82,8 @@ def _conversation(c: Conversation) -> ConversationRow:
 
 def _turn(t: Turn, runs: tuple[ToolRunRow, ...] = ()) -> TurnRow:
     return TurnRow(t.id, t.conversation_id, t.user_text, t.reply_text, t.status, t.input_tokens,
-                   t.output_tokens, t.llm_calls, t.created_at, t.finished_at, runs)
+                   t.output_tokens, t.llm_calls, t.created_at, t.finished_at, runs,
+                   t.feedback)
 
 
 def _message(m: Message) -> MessageRow:
@@ -269,6 +271,20 @@ async def turns_for_log(s: AsyncSession, conversation_id: int | None = None,
                                  .order_by(ToolRun.started_at, ToolRun.id)):
             runs.setdefault(r.turn_id, []).append(_tool_run(r))
     return [_turn(t, tuple(runs.get(t.id, ()))) for t in turns]
+
+
+async def set_feedback(s: AsyncSession, turn_id: int, user_id: str, value: str) -> bool:
+    """Record `value` (good | bad) on a turn of `user_id`'s; False when the turn is not
+    theirs (or gone): someone else's press on a shared thread's answer changes nothing."""
+    turn = await s.get(Turn, turn_id)
+    if turn is None or value not in ("good", "bad"):
+        return False
+    owner = await s.scalar(select(Conversation.user_id).where(
+        Conversation.id == turn.conversation_id))
+    if owner != user_id:
+        return False
+    turn.feedback, turn.feedback_at = value, utcnow()
+    return True
 
 
 # --- tool runs ------------------------------------------------------------------------------
