@@ -42,6 +42,7 @@ class Core:
         self._meaning = meaning  # a model the caller started loading, else one made lazily
         self._keeper: IndexKeeper | None = None
         self._stores: dict[str, Store] = {}
+        self._chosen: dict[str, Provider] = {}  # the providers of people's own choices
 
     @property
     def provider(self) -> Provider:
@@ -49,6 +50,31 @@ class Core:
         if self._provider is None:
             self._provider = make_provider(self.settings)
         return self._provider
+
+    async def provider_for(self, user_id: str) -> tuple[Provider, str | None]:
+        """The model `user_id` chose (App Home), else the configured one. A choice that is no
+        longer set up here falls back to the default and is cleared, so it is said once: the
+        second value is that sentence."""
+        from storage import slack_state
+
+        async with self.db.session() as s:
+            row = await slack_state.get_user(s, user_id)
+        choice = row.model if row is not None else None
+        if not choice:
+            return self.provider, None
+        from bot.llm.configs import available_configs
+        from bot.llm.configs import make_provider as connect
+
+        configs = available_configs(self.settings)
+        if choice not in configs:
+            async with self.db.session() as s:
+                await slack_state.set_model(s, user_id, None)
+                await s.commit()
+            return self.provider, (f"The model you chose ({choice}) is not set up here any "
+                                   "more, so I'm using the default.")
+        if choice not in self._chosen:
+            self._chosen[choice] = connect(configs[choice], self.settings)
+        return self._chosen[choice], None
 
     @property
     def receipts(self) -> Receipts:
@@ -104,9 +130,10 @@ class Core:
         return self.now().date()
 
     async def close(self) -> None:
-        aclose = getattr(self._provider, "aclose", None)
-        if aclose is not None:  # the SDK providers' HTTP clients
-            await aclose()
+        for provider in (self._provider, *self._chosen.values()):
+            aclose = getattr(provider, "aclose", None)
+            if aclose is not None:  # the SDK providers' HTTP clients
+                await aclose()
         if self._keeper is not None:
             await self._keeper.close()
         await self.db.close()

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from bot.core import Core
 from bot.digest.data import note_ref, parse_day
 from bot.digest.model import CaptureRef, NoteRef
+from bot.llm.configs import available_configs, select_config
 from storage import digest_data as q
 from storage import repositories, slack_state
 from storage.repositories import SubscriptionRow
@@ -42,6 +43,9 @@ class HomeData:
     digests: tuple[SubscriptionRow, ...]
     totals: dict[str, int]  # how many there are of each list, shown or not
     changes: tuple[Change, ...] = ()  # newest first
+    # The connections a person may choose (id, "provider model": never a key), and theirs.
+    models: tuple[tuple[str, str], ...] = ()
+    model: str = ""
 
     def left_out(self, name: str) -> int:
         return max(0, self.totals.get(name, 0) - len(getattr(self, name)))
@@ -74,6 +78,7 @@ class Home:
             digests = tuple(x for x in await repositories.list_subscriptions(s)
                             if x.user_id == user_id)
         due.sort(key=lambda r: (r.due_date or "", r.name))
+        available = available_configs(self.core.settings)
         changes = tuple(c for c in await store.changes(limit=MAX_CHANGES * 3)
                         if c.action not in ("outside edit", "start of history"))[:MAX_CHANGES] \
             if store.history is not None else ()
@@ -90,8 +95,29 @@ class Home:
             projects=tuple(note_ref(r, zone) for r in projects[:MAX_PROJECTS]),
             due=tuple(note_ref(r, zone) for r in due[:MAX_DUE]),
             captures=refs, digests=digests, changes=changes,
+            models=tuple((cid, f"{c.provider}, {c.model}" if c.provider != "offline"
+                          else "the rules, no model") for cid, c in available.items()),
+            model=await self.model_of(user_id),
             totals={"inbox": len(inbox), "projects": len(projects), "due": len(due),
                     "captures": len(refs)})
+
+    async def model_of(self, user_id: str) -> str:
+        """The config id the person's turns use: their choice, else the app's default."""
+        async with self.core.db.session() as s:
+            row = await slack_state.get_user(s, user_id)
+        return (row.model if row is not None and row.model else None) or \
+            select_config(self.core.settings).id
+
+    async def choose_model(self, user_id: str, config_id: str) -> str:
+        """Record the person's model (the default: no choice kept); what to tell them."""
+        available = available_configs(self.core.settings)
+        if config_id not in available:
+            return f"{config_id} is not set up here; nothing was changed."
+        default = select_config(self.core.settings).id
+        async with self.core.db.session() as s:
+            await slack_state.set_model(s, user_id, None if config_id == default else config_id)
+            await s.commit()
+        return f"Your messages now go to {config_id}."
 
     async def opened(self, user_id: str) -> None:
         async with self.core.db.session() as s:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core import Core
+from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, RequestOptions
 from bot.tool_calls import ToolCalls
 from tools.base import derived_id
@@ -79,7 +80,7 @@ class Saver:
             ctx.shared += await shared_links(
                 urls_in(text)[:MAX_LINKS], allow_hosts=self.core.settings.fetch_allow_hosts,
                 limits=limits, unfurls=unfurls)
-        hints = await self._hints(text, author)
+        hints = await self._hints(user_id, text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None
         output = await file_thought(ctx, text, hints, extra_fields=extra, footer=footer)
@@ -87,17 +88,18 @@ class Saver:
                  output.data.get("id"))
         return Saved(output.data, output.text, already=False)
 
-    async def _hints(self, text: str, author: str | None) -> dict[str, Any]:
+    async def _hints(self, user_id: str, text: str, author: str | None) -> dict[str, Any]:
         """The model's classification (one forced tool call); {} (the keyword rules) offline
         or when the model fails: a save never depends on the model."""
-        if self.core.offline:
+        provider, _notice = await self.core.provider_for(user_id)
+        if isinstance(provider, OfflineProvider):
             return {}
         shown = text if len(text) <= MAX_HINT_TEXT else text[:MAX_HINT_TEXT]
         who = f"Message by {author}:\n" if author else "Message:\n"
         options = RequestOptions(tool_schema=SCHEMA, tool_name="classify_and_capture",
                                  tool_description=DESCRIPTION)
         try:
-            completion = await self.core.provider.complete(
+            completion = await provider.complete(
                 PROMPT.format(today=self.core.today().isoformat()),
                 [Message(role="user", content=who + shown)], [], options=options)
         except LLMError as exc:

@@ -17,6 +17,7 @@ from bot.core import Core
 from bot.history import build_history, receipt_message, stored_message
 from bot.index_keeper import IndexKeeper
 from bot.jobs import JobRow
+from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, ToolCall, ToolSpec
 from bot.loop import LoopOutcome, run_turn
 from bot.prompts import system_prompt
@@ -123,6 +124,7 @@ class TurnRunner:
 
         failure: LLMError | None = None
         rescued: str | None = None
+        notice: str | None = None  # the person's chosen model is gone: said once
         direct = corrections.parse_fix(text)
         try:
             if direct is not None and note is not None:
@@ -136,14 +138,15 @@ class TurnRunner:
                 system = system_prompt(now=self.core.now(), summary=summary, filed=filed,
                                        threshold=self.settings.confidence_threshold)
                 history = build_history([[stored_message(m) for m in t] for t in stored_turns])
-                outcome = await run_turn(self.core.provider, system=system, history=history,
+                provider, notice = await self.core.provider_for(user_id)
+                outcome = await run_turn(provider, system=system, history=history,
                                          user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations,
                                          terminal=self._terminal, parallel=self._parallel)
-                if (outcome.error is None and not self.core.offline
+                if (outcome.error is None and not isinstance(provider, OfflineProvider)
                         and needs_citations(outcome, self._parallel)):
                     try:
-                        await cite_prose(self.core.provider, system=system, history=history,
+                        await cite_prose(provider, system=system, history=history,
                                          outcome=outcome, execute=run_call,
                                          returned=bool(ctx.returned))
                     except LLMError as exc:  # the prose stays unchecked: never shown
@@ -182,6 +185,8 @@ class TurnRunner:
             told_truth(outcome)
             outcome.text = with_filed_summary(outcome) or NO_ANSWER
         outage = failure.kind if failure is not None else None
+        if notice:
+            outcome.text = f"{notice}\n\n{outcome.text}"
         result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
                             turn_id, outage=outage, rescued=rescued, changes=tuple(changes))
         status = (("outage" if wording.is_outage(failure) else "refused") if failure

@@ -263,6 +263,7 @@ class SlackUser(Base):
     home_opened_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    model: Mapped[str | None] = mapped_column(String(64))  # their LLM config id (0009)
 
 
 class SlackTeam(Base):

@@ -31,10 +31,12 @@ class SlackUserRow:
     tz_checked_at: datetime | None
     home_opened_at: datetime | None
     paused_at: datetime | None
+    model: str | None = None  # the LLM config id they chose; None: the app's default
 
 
 def _row(u: SlackUser) -> SlackUserRow:
-    return SlackUserRow(u.user_id, u.tz, u.tz_checked_at, u.home_opened_at, u.paused_at)
+    return SlackUserRow(u.user_id, u.tz, u.tz_checked_at, u.home_opened_at, u.paused_at,
+                        u.model)
 
 
 async def _user(s: AsyncSession, user_id: str) -> SlackUser:
@@ -65,6 +67,13 @@ async def set_tz(s: AsyncSession, user_id: str, tz: str | None, checked_at: date
     aware(checked_at, "checked_at")
     row = await _user(s, user_id)
     row.tz, row.tz_checked_at, row.updated_at = tz, checked_at, utcnow()
+    await s.flush()
+
+
+async def set_model(s: AsyncSession, user_id: str, model: str | None) -> None:
+    """The LLM config id the person chose (None: back to the app's default)."""
+    row = await _user(s, user_id)
+    row.model, row.updated_at = model, utcnow()
     await s.flush()
 
 

@@ -163,3 +163,20 @@ def test_news_of_a_known_person_links_their_note(brain: Callable[..., Result],
     assert [p.name for p in people] == ["sara-2.md", "sara.md"]
     second = people[0].read_text()
     assert "moving to Berlin" in second and "[[sara|Sara]]" in second
+
+
+def test_model_flag_picks_the_connection_for_this_chat(tmp_path: Path,
+                                                       brain: Callable[..., Result]) -> None:
+    """BRAIN_LLM says offline; `--model anthropic` talks to Anthropic's wire for this chat;
+    an unknown id, or one whose key is missing, is a usage error before anything runs."""
+    with FakeLLMServer() as srv:
+        srv.script([anthropic_text("Nothing is due this week.")])
+        proc = brain("chat", "--new", "--model", "anthropic", stdin="what is due this week?\n",
+                     BRAIN_LLM="offline", ANTHROPIC_API_KEY="x",
+                     ANTHROPIC_BASE_URL=srv.anthropic_base_url)
+        assert proc.code == 0, proc.err
+        assert "Nothing is due this week." in proc.out and len(srv.requests) == 1
+    unknown = brain("chat", "--new", "--model", "gpt-9", stdin="hi\n")
+    assert unknown.code == 2 and "--model gpt-9: no such connection" in unknown.err
+    keyless = brain("chat", "--new", "--model", "openai", stdin="hi\n", OPENAI_API_KEY="")
+    assert keyless.code == 2 and "its key (OPENAI_API_KEY) is not set" in keyless.err

@@ -13,7 +13,8 @@ from typing import Any
 
 from bot.answers.final import cite_prose
 from bot.core import Core
-from bot.llm.types import ToolCall, ToolSpec
+from bot.llm.offline import OfflineProvider
+from bot.llm.types import Provider, ToolCall, ToolSpec
 from bot.loop import run_turn
 from bot.tool_calls import ToolCalls
 from tools.answers.model import NOT_FOUND_WITH_MODEL
@@ -35,11 +36,12 @@ class Answers:
 
     async def ask(self, *, user_id: str, question: str, source: str = "cli") -> dict[str, Any]:
         """{"answer", "found", "sources": [{"id", "path", "name", "quote"}], ...}."""
-        if self.core.offline:
+        provider, _notice = await self.core.provider_for(user_id)  # the turn path says it
+        if isinstance(provider, OfflineProvider):
             execution = await self.tools.call(user_id=user_id, name="ask_notes",
                                               arguments={"question": question}, source=source)
         else:
-            execution = await self._with_model(user_id, question, source)
+            execution = await self._with_model(provider, user_id, question, source)
         if execution.output is None:
             message = (execution.error or {}).get("message", "the question could not be read")
             raise ValueError(message)
@@ -47,7 +49,8 @@ class Answers:
         data.pop("question", None)
         return data
 
-    async def _with_model(self, user_id: str, question: str, source: str) -> Execution:
+    async def _with_model(self, provider: Provider, user_id: str, question: str,
+                          source: str) -> Execution:
         ctx = self.tools.context(user_id, source=source, message=question)
         specs = [ToolSpec(TOOLS[n].name, TOOLS[n].description, TOOLS[n].parameters)
                  for n in (*READ_TOOLS, "answer")]
@@ -60,13 +63,13 @@ class Answers:
             return await execute(ctx, f"ask_{calls}", call.name, call.arguments,
                                  call.parse_error)
 
-        outcome = await run_turn(self.core.provider, system=system, history=[],
+        outcome = await run_turn(provider, system=system, history=[],
                                  user_text=question, tools=specs, execute=run_call,
                                  max_iterations=MAX_ITERATIONS, terminal={"answer"},
                                  parallel=READ_TOOLS)
         done = [e for e in outcome.executions if e.tool == "answer" and e.output is not None]
         if not done and outcome.text.strip():
-            await cite_prose(self.core.provider, system=system, history=[], outcome=outcome,
+            await cite_prose(provider, system=system, history=[], outcome=outcome,
                              execute=run_call)
             done = [e for e in outcome.executions if e.tool == "answer" and e.output]
         if done:

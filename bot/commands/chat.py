@@ -29,6 +29,9 @@ def register(sub: Any) -> None:
     group.add_argument("--new", action="store_true", help="start a new conversation")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="print each tool call with its arguments, status and milliseconds")
+    p.add_argument("--model", metavar="ID",
+                   help="talk to this LLM connection (a config id: openai, anthropic, offline "
+                        "or one of BRAIN_LLM_CONFIGS) instead of BRAIN_LLM's")
     p.set_defaults(handler=lambda args: run(lambda: _chat(args)))
 
     lg = sub.add_parser("log", help="recent turns with their tool runs and token usage")
@@ -90,6 +93,17 @@ async def _chat(args: argparse.Namespace) -> int:
 
     settings = Settings()
     check_vault(settings, args)
+    if args.model:
+        from bot.llm.configs import available_configs, load_configs
+
+        known = load_configs(settings.llm_configs)
+        if args.model not in known:
+            return fail(f"--model {args.model}: no such connection; known: "
+                        f"{', '.join(sorted(known))}")
+        if args.model not in available_configs(settings):
+            return fail(f"--model {args.model}: its key ({known[args.model].api_key_env}) is "
+                        "not set")
+        settings = settings.model_copy(update={"llm": args.model})
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
         user = user_id(settings, args)

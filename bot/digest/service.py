@@ -25,7 +25,8 @@ class Digests:
         from bot.digest import make_digest
 
         core = self.core
-        return await make_digest(store or core.store_for(user_id), core.db, core.provider,
+        provider, _notice = await core.provider_for(user_id)  # the person's model, if chosen
+        return await make_digest(store or core.store_for(user_id), core.db, provider,
                                  user_id, kind, today=today or core.today(),
                                  tz=tz or core.settings.tz)
 

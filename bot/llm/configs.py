@@ -157,6 +157,13 @@ def select_config(settings: Settings) -> LLMConfig:
     return config
 
 
+def available_configs(settings: Settings) -> dict[str, LLMConfig]:
+    """The connections a person may choose: every config whose key is set here (the offline
+    rules always). Keys are never shown, only that a connection exists."""
+    return {cid: c for cid, c in load_configs(settings.llm_configs).items()
+            if c.provider == "offline" or (c.api_key_env and _has_key(settings, c.api_key_env))}
+
+
 class MissingKeyProvider:
     """Stands in for a provider whose API key is not set: every call fails as an auth error,
     so the bot still starts and the outage path keeps what the user sent."""

@@ -34,6 +34,7 @@ HOME_PREFIX = "home_"  # action ids of the Home's own controls
 DIGEST_DAILY = "home_digest_daily"
 DIGEST_WEEKLY = "home_digest_weekly"
 UNDO_CHANGE = "home_undo_change"  # its value: a change id of the vault's history
+MODEL = "home_model"  # its value: an LLM config id
 DAILY_TIMES = ("07:00", "08:00", "09:00", "12:00", "17:00", "18:00")
 WEEKLY_TIMES = (("mon", "09:00"), ("fri", "16:00"), ("sun", "18:00"))
 
@@ -166,6 +167,19 @@ def _digests(data: Any) -> list[Block]:
                           "`/digest subscribe weekly thu 17:30`.")]
 
 
+def _model(data: Any) -> list[Block]:
+    """The person's model: a choice among the connections set up here (never a key)."""
+    if len(data.models) < 2:
+        return []  # nothing to choose
+    options = [_option(f"{cid} ({label})"[:75], cid) for cid, label in data.models]
+    current = next((o for o in options if o.value == data.model), options[0])
+    return [HeaderBlock(text="Model"),
+            ActionsBlock(block_id="home-model", elements=[StaticSelectElement(
+                action_id=MODEL, placeholder="Model", options=options,
+                initial_option=current)]),
+            cards.context("Your messages, answers and digests use it.")]
+
+
 def home_blocks(data: Any) -> list[dict[str, Any]]:
     """The Home's blocks, validated (cards' checks, then as a view of at most 100 blocks)."""
     blocks: list[Block] = [
@@ -174,7 +188,7 @@ def home_blocks(data: Any) -> list[dict[str, Any]]:
                       "ask me anything about your notes."),
     ]
     for part in (_inbox(data), _projects(data), _due(data), _captures(data), _changes(data),
-                 _digests(data)):
+                 _digests(data), _model(data)):
         if part:
             blocks.append(DividerBlock())
             blocks.extend(part)

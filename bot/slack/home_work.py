@@ -18,7 +18,7 @@ from bot.config import Settings
 from bot.digest import parse_digest_request
 from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, web
-from bot.slack.home_view import DIGEST_DAILY, DIGEST_WEEKLY, UNDO_CHANGE, home_blocks
+from bot.slack.home_view import DIGEST_DAILY, DIGEST_WEEKLY, MODEL, UNDO_CHANGE, home_blocks
 from bot.slack.intake import parse_button_value  # the card's buttons: the same values
 from storage.errors import StorageError
 
@@ -81,6 +81,9 @@ class HomeWork:
             reply: str = await self.brain.digests.settings(user_id=user, request=request,
                                                           channel=None, tz=tz)
             return reply
+        if action_id == MODEL:
+            chosen: str = await self.brain.home.choose_model(user, value)
+            return chosen
         if action_id == UNDO_CHANGE:
             try:
                 done = await self.brain.store_for(user).undo(value)
