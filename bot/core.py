@@ -24,6 +24,7 @@ from storage.store import Store
 
 if TYPE_CHECKING:
     from bot.index_keeper import IndexKeeper
+    from bot.llm.configs import LLMConfig
     from bot.llm.types import Provider
     from storage.meaning import Meaning
     from storage.receipts import Receipts
@@ -43,6 +44,7 @@ class Core:
         self._keeper: IndexKeeper | None = None
         self._stores: dict[str, Store] = {}
         self._chosen: dict[str, Provider] = {}  # the providers of people's own choices
+        self._available: dict[str, LLMConfig] | None = None  # what a person may choose
 
     @property
     def provider(self) -> Provider:
@@ -55,17 +57,18 @@ class Core:
         """The model `user_id` chose (App Home), else the configured one. A choice that is no
         longer set up here falls back to the default and is cleared, so it is said once: the
         second value is that sentence."""
+        from bot.llm.configs import available_configs
+        from bot.llm.configs import make_provider as connect
         from storage import slack_state
 
+        if self._available is None:  # the settings do not change while the process runs
+            self._available = available_configs(self.settings)
+        configs = self._available
         async with self.db.session() as s:
             row = await slack_state.get_user(s, user_id)
         choice = row.model if row is not None else None
         if not choice:
             return self.provider, None
-        from bot.llm.configs import available_configs
-        from bot.llm.configs import make_provider as connect
-
-        configs = available_configs(self.settings)
         if choice not in configs:
             async with self.db.session() as s:
                 await slack_state.set_model(s, user_id, None)
