@@ -22,7 +22,8 @@ SORRY = ("Thanks for saying so. To put it right, reply in this thread: `fix: pro
 
 def answered(result: Any) -> bool:
     """A turn that answered (nothing filed, moved or changed) gets feedback buttons."""
-    return result.turn_id is not None and result.outage is None and not any(
+    return getattr(result, "turn_id", None) is not None and \
+        getattr(result, "outage", None) is None and not any(
         ex.status == "ok" and ex.output is not None
         and ex.output.kind in ("capture", "move", "update") for ex in result.executions)
 
