@@ -9,6 +9,7 @@ A message is "a link" when, without its links, a few words at most are left: "ht
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,8 @@ from urllib.parse import urlparse
 from tools.readers.read import MAX_TEXT, Limits, Reading, read
 from tools.readers.sections import Read, SharedFile, read_all
 from tools.web.fetch import Failed, Refused, allow_set, fetch
+
+log = logging.getLogger(__name__)
 
 # Slack writes links as <https://…> or <https://…|label>; typed text has them bare.
 URL = re.compile(r"<(https?://[^>|\s]+)(?:\|[^>]*)?>|(?<![\w<])((?:https?|file|ftp)://[^\s<>]+)")
@@ -90,7 +93,12 @@ async def read_link(url: str, *, allow: frozenset[str], limits: Limits,
         return SharedFile(url, None, url, why)
     kind = got.content_type.split(";", 1)[0].strip().lower()
     if kind in ("text/html", "application/xhtml+xml", ""):
-        reading = await asyncio.to_thread(_page, got.url, got.data)
+        try:
+            reading = await asyncio.to_thread(_page, got.url, got.data)
+        except Exception as exc:  # the extractor on a hostile page (or a broken install)
+            log.warning("reading the page %s failed: %r", got.url[:200], exc)
+            return SharedFile(url, None, url, f"the page could not be read "
+                                              f"({type(exc).__name__})")
     else:  # a PDF, a text file, an image behind the link: the readers know them
         name = urlparse(got.url).path.rsplit("/", 1)[-1] or "page"
         reading = await asyncio.to_thread(read, name, got.data, limits)
