@@ -21,7 +21,7 @@ from bot.tool_calls import ToolCalls
 from tools.base import derived_id
 from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
 from tools.readers.sections import SharedFile, read_all
-from tools.web.links import MAX_LINKS, mostly_links, shared_links, urls_in
+from tools.web.links import message_links
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +75,9 @@ class Saver:
                                  thread_ts=message_ts, job_id=job_id, job_key=key,
                                  _ids_given=n - 1, ids_may_exist=True)
         limits = self.core.settings.reader_limits()
-        ctx.shared = await read_all(files or [], limits)
-        if mostly_links(text):
-            ctx.shared += await shared_links(
-                urls_in(text)[:MAX_LINKS], allow_hosts=self.core.settings.fetch_allow_hosts,
-                limits=limits, unfurls=unfurls)
+        ctx.shared = await read_all(files or [], limits) + await message_links(
+            text, allow_hosts=self.core.settings.fetch_allow_hosts, limits=limits,
+            unfurls=unfurls)
         hints = await self._hints(user_id, text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None

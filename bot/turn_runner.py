@@ -46,7 +46,7 @@ from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
-from tools.web.links import MAX_LINKS, mostly_links, shared_links, urls_in
+from tools.web.links import message_links
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +99,8 @@ class TurnRunner:
         filed = filed_notes(captures)
         limits = self.settings.reader_limits()
         shared = await read_all(files, limits)
-        if mostly_links(text):
-            shared += await shared_links(urls_in(text)[:MAX_LINKS], limits=limits, unfurls=unfurls,
-                                         allow_hosts=self.settings.fetch_allow_hosts)
+        shared += await message_links(text, allow_hosts=self.settings.fetch_allow_hosts,
+                                      limits=limits, unfurls=unfurls)
         view = message_view(text) + (f"\n\n{for_the_model(shared)}" if shared else "")
         ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
                                  source=source, channel=channel, thread_ts=thread_ts,

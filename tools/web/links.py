@@ -105,6 +105,16 @@ async def read_link(url: str, *, allow: frozenset[str], limits: Limits,
     return SharedFile(reading.name, None, url, reading.problem, reading=reading)
 
 
+async def message_links(text: str, *, allow_hosts: str | None, limits: Limits,
+                        unfurls: list[dict[str, str]] | None = None) -> Read:
+    """The pages of a message that is (mostly) links (MAX_LINKS of them); [] for a message
+    that only mentions a link: that is a thought like any other."""
+    if not mostly_links(text):
+        return []
+    return await shared_links(urls_in(text)[:MAX_LINKS], allow_hosts=allow_hosts,
+                              limits=limits, unfurls=unfurls)
+
+
 async def shared_links(urls: list[str], *, allow_hosts: str | None, limits: Limits,
                        unfurls: list[dict[str, str]] | None = None) -> Read:
     """The links read, as a message's shared files are (tools/readers/sections.py)."""
