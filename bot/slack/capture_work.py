@@ -97,7 +97,9 @@ class SaveWork:
         if not text:
             await self._tell(job, "That message has no text or files to save.")
             return None
-        shared = await shared_files.download(self.client.token or "", self.settings, files)
+        shared = await shared_files.files_download(
+            self.client.token or "", self.settings.slack_api_url, files,
+            int(self.settings.max_file_mb * 2**20)) if files else []
         name = await web.user_name(self.client, author) if author else None
         result = await self.brain.saves.save(
             user_id=user, text=text, channel=channel, message_ts=ts,

@@ -12,7 +12,6 @@ from urllib.parse import urlparse
 
 import aiohttp
 
-from bot.config import Settings
 from tools.readers.sections import SharedFile
 
 log = logging.getLogger(__name__)
@@ -44,13 +43,6 @@ def _allowed(url: str, api_url: str | None) -> bool:
         hosts.add(urlparse(api_url).hostname or "")
     return parsed.scheme in ("https", "http") and (parsed.hostname or "") in hosts and (
         parsed.scheme == "https" or bool(api_url))
-
-
-async def download(token: str, settings: Settings,
-                   files: list[dict[str, Any]]) -> list[SharedFile]:
-    """`files_download` with the app's Slack address and BRAIN_MAX_FILE_MB."""
-    return await files_download(token, settings.slack_api_url, files,
-                                int(settings.max_file_mb * 2**20)) if files else []
 
 
 async def files_download(token: str, api_url: str | None, files: list[dict[str, Any]],

@@ -68,8 +68,9 @@ class SlackWork:
         if p.get("files") and "turn" not in job.result:  # read while Slack shows it
             await web.set_status(self.client, channel, thread_ts,
                                  f"Reading {p['files'][0]['name']}…"[:80])
-            shared = await shared_files.download(self.client.token or "", self.settings,
-                                                 p["files"])
+            shared = await shared_files.files_download(
+                self.client.token or "", self.settings.slack_api_url, p["files"],
+                int(self.settings.max_file_mb * 2**20))
         try:
             result = await self.brain.turns.handle(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
