@@ -25,6 +25,7 @@ from bot.replies import wording
 from bot.tool_calls import ToolCalls
 from bot.turns import (
     ANSWERED_WITHOUT_FILING,
+    Progress,
     TurnResult,
     applied_by_rules,
     changed_note,
@@ -71,21 +72,24 @@ class TurnRunner:
                      source: str = "cli", channel: str | None = None,
                      thread_ts: str | None = None, job: JobRow | None = None,
                      files: list[SharedFile] | None = None,
-                     unfurls: list[dict[str, str]] | None = None) -> TurnResult:
+                     unfurls: list[dict[str, str]] | None = None,
+                     progress: Progress | None = None) -> TurnResult:
         """One turn. With `job` (the intake job it runs for) it is taken once: a job that
         runs again gets the turn already taken, and notes its first try filed are found.
         `files` shared with the message are read; the note that files it keeps them. A
-        message that is (mostly) a link gets its page read (Slack's `unfurls` when given)."""
+        message that is (mostly) a link gets its page read (Slack's `unfurls` when given).
+        `progress` hears each tool call as it starts and ends (Slack shows them as steps)."""
         if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
             return TurnResult.from_dict(job.result["turn"])
         with collecting() as changes:  # what the turn changed, for its Undo
             return await self._handle(conversation_key, user_id, text, source, channel,
-                                      thread_ts, job, changes, files or [], unfurls)
+                                      thread_ts, job, changes, files or [], unfurls, progress)
 
     async def _handle(self, conversation_key: str, user_id: str, text: str, source: str,
                       channel: str | None, thread_ts: str | None, job: JobRow | None,
                       changes: list[str], files: list[SharedFile],
-                      unfurls: list[dict[str, str]] | None) -> TurnResult:
+                      unfurls: list[dict[str, str]] | None,
+                      progress: Progress | None) -> TurnResult:
         store = self.core.store_for(user_id)
         # One transaction opens the turn: conversation, its filed notes, recent history.
         async with self.db.session() as s:
@@ -119,7 +123,12 @@ class TurnRunner:
         async def run_call(call: ToolCall) -> Execution:
             if note is not None and (change or unclear) and call.name == "classify_and_capture":
                 return not_a_new_note(call, note)
-            return await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
+            if progress is not None:
+                await progress(call, None)
+            done = await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
+            if progress is not None:
+                await progress(call, done)
+            return done
 
         failure: LLMError | None = None
         rescued: str | None = None

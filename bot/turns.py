@@ -12,6 +12,7 @@ more than happened.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ ANSWERED_WITHOUT_FILING = "the model answered without filing it"
 MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
 # Tools whose success means the user's words were kept (filed, or written into a note).
 KEEPING_TOOLS = keeping_names()  # the registry's tools that change a note
+# Hears each tool call of a turn: (call, None) as it starts, (call, its execution) as it ends.
+Progress = Callable[[ToolCall, Execution | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)

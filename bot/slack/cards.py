@@ -320,7 +320,7 @@ def output_blocks(kind: str, data: dict[str, Any]) -> list[Block]:
 def answer_blocks(data: dict[str, Any]) -> list[Block]:
     """The answer card: text, then per source note its quote(s) and an Open button; when
     nothing was found, the closest notes with their buttons."""
-    blocks: list[Block] = [section(escape(str(data.get("answer") or "")))]
+    blocks: list[Block] = [prose(escape(str(data.get("answer") or "")))]
     notes: dict[str, dict[str, Any]] = {}
     for source in data.get("sources") or []:
         note = notes.setdefault(str(source.get("path")), {**source, "quotes": []})

@@ -100,6 +100,8 @@ def turn_spec(body: dict[str, Any], event: dict[str, Any], text: str) -> JobSpec
     event_id = body.get("event_id") or event.get("client_msg_id") or f"{channel}:{ts}"
     payload = {"channel": channel, "ts": ts, "thread_ts": thread_ts, "user": user,
                "text": text, "event_id": event_id}
+    if team := body.get("team_id") or event.get("team"):  # whose answer streams (channels)
+        payload["team"] = team
     if files := files_of(event):  # fetched by the job, never before the ack
         payload["files"] = files
     if unfurls := unfurls_of(event):  # Slack's previews of its links: no fetch needed

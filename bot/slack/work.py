@@ -27,6 +27,7 @@ from bot.slack.home_work import HomeWork
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
+from bot.slack.streaming import ReplyStream
 
 # the Brain's expected failures reach adapters as these
 from storage.errors import StorageError, UnsafePath
@@ -71,11 +72,14 @@ class SlackWork:
             shared = await shared_files.files_download(
                 self.client.token or "", self.settings.slack_api_url, p["files"],
                 int(self.settings.max_file_mb * 2**20))
+        stream = ReplyStream(self.client, job, channel=channel, thread_ts=thread_ts, user=user,
+                             team=p.get("team"))
         try:
             result = await self.brain.turns.handle(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
                 text=p["text"], source=permalink(channel, ts), channel=channel,
-                thread_ts=thread_ts, job=job.job, files=shared, unfurls=p.get("unfurls"))
+                thread_ts=thread_ts, job=job.job, files=shared, unfurls=p.get("unfurls"),
+                progress=stream.progress)
         except UnsafePath as exc:  # the person's vault folder is a link or elsewhere: no retry
             ref = cards.new_ref()
             log.error("turn refused (ref %s): %s", ref, exc)
@@ -87,9 +91,9 @@ class SlackWork:
             return
         # The turn is stored before its reply is posted: only a run of a job whose turn was
         # already stored (by an earlier run) can find its reply posted.
-        posted = await web.post_once(self.client, job, channel, thread_ts,
-                                     cards.turn_message(result),
-                                     may_be_posted="turn" in job.result)
+        reply = cards.turn_message(result)
+        posted = await stream.finish(reply) or await web.post_once(
+            self.client, job, channel, thread_ts, reply, may_be_posted="turn" in job.result)
         if not posted:  # a reply clears the status; without one, clear it here
             await web.set_status(self.client, channel, thread_ts, "")
         if posted and not job.result.get("linked"):
@@ -313,7 +317,9 @@ class SlackWork:
         p = job.job.payload
         msg = cards.error_message(ref, "I could not finish this; please send it again.")
         if job.job.kind == JobKind.TURN:
-            if "reply_ts" not in job.result:
+            streamed = job.result.get("stream_ts")  # an unfinished stream ends with the error
+            if "reply_ts" not in job.result and not (
+                    streamed and await web.update(self.client, p["channel"], streamed, msg)):
                 await web.post_once(self.client, job, p["channel"], p["thread_ts"], msg)
             await web.set_status(self.client, p["channel"], p["thread_ts"], "")
         elif job.job.kind == JobKind.SAVE:

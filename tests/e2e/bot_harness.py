@@ -49,6 +49,9 @@ class Harness:
                     call.method.startswith("hook:"):
                 blocks = call.body.get("blocks") or []
                 assert validate_message(blocks, call.body["text"]) == blocks
+            elif call.method == "chat.stopStream" and call.body.get("blocks"):
+                blocks = call.body["blocks"]  # the end of a streamed answer
+                assert validate_message(blocks, "streamed") == blocks
 
     async def file_dm(self, text: str = "Call the dentist about the crown next Tuesday",
                       ts: str = DM_TS, event_id: str = "Ev0SB0000001") -> dict[str, Any]:

@@ -28,6 +28,7 @@ from aiohttp import web
 TEAM_ID = "T0SB00001"
 BOT_USER_ID = "U0SBBOT01"
 BOT_ID = "B0SBBOT01"
+STREAM_CHUNKS = ("markdown_text", "task_update", "plan_update", "blocks")
 
 
 @dataclass
@@ -64,6 +65,7 @@ class FakeSlack:
         self.files: dict[str, bytes] = {}  # file id -> bytes, served at url_private_download
         self.refused_files: set[str] = set()  # served 403 (as without the files:read scope)
         self.file_gets: list[Call] = []  # every download asked for, with its headers
+        self.streams: dict[str, dict[str, Any]] = {}  # ts -> a streamed reply's state
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -245,7 +247,13 @@ class FakeSlack:
                     or not 0 < len(title) <= 24 or not 0 < len(view.get("blocks") or []) <= 100:
                 return {"ok": False, "error": "invalid_arguments"}
             return {"ok": True, "view": {"id": "V0SBMODAL", **view}}
+        if method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
+            return self._stream(method, body)
         if method == "chat.update":
+            for message in self.messages.get(str(body.get("channel")), []):
+                if message["ts"] == body.get("ts"):
+                    message.update(text=body.get("text"), blocks=body.get("blocks"))
+                    self.streams.get(message["ts"], {})["state"] = "completed"
             return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
                     "text": body.get("text")}
         if method == "users.info":
@@ -256,6 +264,70 @@ class FakeSlack:
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}
         return {"ok": True}
+
+    def _stream(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A streamed reply, as Slack keeps it: started in a thread (a channel's stream names
+        its recipient), appended to while in progress, then one finished message whose text is
+        the markdown chunks and whose blocks and metadata come with the stop."""
+        channel = str(body.get("channel") or "")
+        chunks = body.get("chunks") or []
+        if isinstance(chunks, str):
+            chunks = json.loads(chunks)
+        if not isinstance(chunks, list) or not all(
+                isinstance(c, dict) and c.get("type") in STREAM_CHUNKS for c in chunks):
+            return {"ok": False, "error": "invalid_chunks"}
+        if method == "chat.startStream":
+            if not body.get("thread_ts"):
+                return {"ok": False, "error": "invalid_arguments"}
+            if not channel.startswith("D") and not (body.get("recipient_user_id")
+                                                    and body.get("recipient_team_id")):
+                return {"ok": False, "error": "missing_recipient_team_id"}
+            ts = f"1767300000.{next(self._ts):06d}"
+            message = {"type": "message", "text": "", "user": BOT_USER_ID, "bot_id": BOT_ID,
+                       "ts": ts, "thread_ts": body.get("thread_ts")}
+            self.messages.setdefault(channel, []).append(message)
+            self.streams[ts] = {"state": "in_progress", "chunks": list(chunks),
+                                "message": message}
+            return {"ok": True, "channel": channel, "ts": ts}
+        stream = self.streams.get(str(body.get("ts")))
+        if stream is None:
+            return {"ok": False, "error": "message_not_found"}
+        if stream["state"] != "in_progress":
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        stream["chunks"].extend(chunks)
+        if method == "chat.stopStream":
+            stream["state"] = "completed"
+            message = stream["message"]
+            message["text"] = "".join(str(c.get("text") or "") for c in stream["chunks"]
+                                      if c["type"] == "markdown_text")
+            message["blocks"] = body.get("blocks") or []
+            metadata = body.get("metadata")
+            if metadata:
+                message["metadata"] = json.loads(metadata) if isinstance(metadata, str) \
+                    else metadata
+        return {"ok": True, "channel": channel, "ts": body.get("ts")}
+
+    def replies(self) -> list[dict[str, Any]]:
+        """The bot's finished replies, posted or streamed (a stream is finished by its stop or
+        by a chat.update), in the order they were started: each as the message Slack shows
+        ({"text", "blocks", "ts", ...})."""
+        out = [{**c.body, "ts": c.response["ts"]} for c in self.calls
+               if c.method == "chat.postMessage" and c.response and c.response.get("ok")]
+        out += [dict(s["message"]) for s in self.streams.values() if s["state"] == "completed"]
+        return sorted(out, key=lambda m: str(m["ts"]))
+
+    async def wait_for_reply(self, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Wait until the bot has finished `count` replies (posted or streamed)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while len(self.replies()) < count:
+            if loop.time() > deadline:
+                raise AssertionError(f"expected {count} replies within {timeout}s; saw "
+                                     f"{[c.method for c in self.calls]}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout=0.2)
+        return self.replies()
 
     def _read(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         """History (newest first, up to `latest`) or one thread (oldest first)."""

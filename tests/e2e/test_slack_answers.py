@@ -16,12 +16,12 @@ def _buttons(blocks: list[dict]) -> list[dict]:
 
 
 async def _ask(slack: Harness, text: str, ts: str, event_id: str) -> dict:
-    before = len(slack.fake.calls_to("chat.postMessage"))
+    before = len(slack.fake.replies())
     status, _ = await slack.send.event(message_event(text, ts=ts, event_id=event_id))
     assert status == 200
-    posts = await slack.fake.wait_for("chat.postMessage", before + 1)
+    posts = await slack.fake.wait_for_reply(before + 1)
     await slack.settle()
-    return posts[-1].body
+    return posts[-1]
 
 
 async def test_a_question_is_answered_with_its_source_and_the_button_opens_the_note(

@@ -24,13 +24,13 @@ async def test_an_answer_takes_feedback_from_its_asker_only(slack: Harness) -> N
     await slack.file_dm("Idea: a podcast about urban gardening")
     await slack.send.event(message_event("what do I have about gardening?", ts=QUESTION_TS,
                                          event_id="EvQ1"))
-    posts = await slack.fake.wait_for("chat.postMessage", count=2)
+    posts = await slack.fake.wait_for_reply(2)
     await slack.settle()
-    capture, answer = posts[0].body, posts[1].body
+    capture, answer = posts[0], posts[1]
     assert not [b for b in capture["blocks"] if b["type"] == "context_actions"]  # a filing
     good, bad = feedback_values(answer["blocks"])
     slack.check_cards()
-    answer_ts = str((posts[1].response or {})["ts"])
+    answer_ts = str(answer["ts"])
 
     def press(value: str, user: str, trigger: str) -> dict[str, Any]:
         body = button_press("", "", user=user, channel=DM, message_ts=answer_ts,

@@ -180,7 +180,7 @@ async def test_a_question_with_a_file_is_answered_not_filed(slack: Harness) -> N
     shared = slack.fake.share_file("FQ", "report.pdf", make_pdf(["Budget", SENTENCE]))
     await slack.send.event(with_files("What does this report say about the offsite?", [shared],
                                       ts="1767261800.000100", event_id="EvFQ"))
-    await slack.fake.wait_for("chat.postMessage", timeout=30)
+    await slack.fake.wait_for_reply(timeout=30)
     await slack.settle()
     assert slack.fake.file_gets  # it was read, to answer with
     assert [f for f in vault_files(slack.vault)] == []  # and nothing was filed or kept

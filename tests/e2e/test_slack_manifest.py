@@ -18,6 +18,10 @@ METHOD_SCOPES: dict[str, str | None] = {
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",
     "chat_postEphemeral": "chat:write",
+    # An answer streamed into its thread (bot.slack.streaming): steps, text, sources.
+    "chat_startStream": "chat:write",
+    "chat_appendStream": "chat:write",
+    "chat_stopStream": "chat:write",
     "views_publish": None,  # the App Home
     "views_open": None,  # a source of an answer, opened in a modal
     "assistant_threads_setStatus": "chat:write",  # "is thinking…" while a turn runs

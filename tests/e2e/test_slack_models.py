@@ -28,9 +28,9 @@ def model_select(h: Harness) -> dict:
 async def dm(h: Harness, text: str, n: int, user: str = USER) -> str:
     await h.send.event(message_event(text, ts=f"17672650{n:02d}.000100", event_id=f"EvM{n}",
                                      user=user))
-    posts = await h.fake.wait_for("chat.postMessage", count=n, timeout=30)
+    posts = await h.fake.wait_for_reply(n, timeout=30)
     await h.settle()
-    return str(posts[n - 1].body["text"])
+    return str(posts[n - 1]["text"])
 
 
 async def test_a_persons_model_from_the_app_home_is_used_for_their_turns(
