@@ -94,6 +94,13 @@ class EntryList:
     def to_dict(self) -> dict[str, Any]:
         return {"entries": [e.to_dict() for e in self.entries], "total": self.total}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EntryList:
+        """The list `to_dict` made (a result that crossed a socket)."""
+        names = EntrySummary.__dataclass_fields__
+        return cls([EntrySummary(**{k: v for k, v in e.items() if k in names})
+                    for e in data["entries"]], int(data["total"]))
+
 
 @dataclass(frozen=True)
 class MoveResult:

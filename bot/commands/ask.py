@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from bot.commands.common import add_common, fail, meaning_ready, open_brain, print_json, run
+from bot.commands.served import ask_server
 
 
 def register(sub: Any) -> None:  # argparse subparsers
@@ -25,6 +26,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     question = " ".join(args.question).strip()
     if not question:
         return fail("nothing to ask: QUESTION is empty")
+    served = ask_server(args, "ask", {"question": question})
+    if served is not None:  # a running `brain serve`/`brain mcp` of this data answered
+        print_json(served) if args.json else print_answer(served)
+        return 0
 
     async def go() -> int:
         async with open_brain(args, meaning=True) as opened:

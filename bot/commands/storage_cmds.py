@@ -25,6 +25,7 @@ from bot.commands.common import (
     print_json,
     run,
 )
+from bot.commands.served import ask_server
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -188,6 +189,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not query:
         return fail("nothing to search for: QUERY is empty")
+    served = ask_server(args, "search", {"query": query, "category": args.category,
+                                         "limit": args.limit})
+    if served is not None:  # a running `brain serve`/`brain mcp` of this data answered
+        print_json(served) if args.json else print_entry_list(EntryList.from_dict(served))
+        return 0
     return _verb(args, lambda v: v.store.search(query, category=args.category,
                                                 limit=args.limit), print_entry_list,
                  searches=True)

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bot.brain import Brain
+from bot.commands.served import answering_cli
 from bot.config import Settings
 from bot.mcp.security import BearerToken, check_token, parse_hosts, transport_security
 from bot.mcp.server import build_server
@@ -38,7 +39,8 @@ async def _brain(settings: Settings, user_id: str, vault: Path | None) -> AsyncI
     try:
         brain.store_for(user_id)  # a bad user id fails now, before a client connects
         brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
-        yield brain
+        async with answering_cli(brain, vault):  # `brain search`/`ask` ask this process
+            yield brain
     finally:
         await brain.close()
 

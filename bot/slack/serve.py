@@ -139,6 +139,7 @@ async def serve_socket(bot: SlackBot, app_token: str, host: str, health_port: in
 async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None:
     """Start the brain and serve Slack until SIGINT/SIGTERM."""
     from bot.brain import Brain
+    from bot.commands.served import answering_cli
 
     http = http or not settings.slack_app_token  # Socket Mode needs the app token
     check_serve_settings(settings, http=http)
@@ -156,11 +157,12 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
                    lease=timedelta(seconds=settings.job_lease_seconds))
     try:
         bot.start()
-        if http:
-            await serve_http(bot, host, port, stop)
-        else:
-            assert settings.slack_app_token
-            await serve_socket(bot, settings.slack_app_token, host, port, stop)
+        async with answering_cli(brain, None):  # `brain search`/`ask` ask this process
+            if http:
+                await serve_http(bot, host, port, stop)
+            else:
+                assert settings.slack_app_token
+                await serve_socket(bot, settings.slack_app_token, host, port, stop)
     except Stopped:
         pass
     finally:
