@@ -4,7 +4,7 @@
 
 Makes a synthetic vault (bench/gen_vault.py) and indexes it once (`brain reindex`), then times
 `brain --help`, `brain search QUERY`, `brain ask QUESTION` and `brain list` over it, and `brain list` over a small
-vault. The database lives in a temp dir; no `.env` is read. Targets: --help <= 0.3 s, search on
+vault; then search and ask again while a `brain mcp` of the same data runs (they ask it). The database lives in a temp dir; no `.env` is read. Targets: --help <= 0.3 s, search on
 20k notes <= 0.5 s, ask on 20k notes <= 1 s, list <= 0.4 s.
 
 Search by meaning: the big vault's notes get random vectors under the real model's id
@@ -85,6 +85,32 @@ async def _vectors(data: Path, vault: Path) -> None:
         await db.close()
 
 
+def served(brain: list[str], env: dict[str, str], big: Path, tmp: Path,
+           args: argparse.Namespace) -> None:
+    """The same search and ask while a `brain mcp` of the same data runs (stdio, its client
+    silent): the CLI asks it over the local socket (bot/local_socket.py)."""
+    started = time.time() - 1
+    server = subprocess.Popen([*brain, "mcp", "--vault", str(big)], env=env, cwd=tmp,
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    folder = Path(tempfile.gettempdir()) / f"brain-{os.getuid()}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                p.stat().st_mtime >= started for p in folder.glob("*.sock")):
+            time.sleep(0.2)
+        for argv in ([*brain, "search", *args.query.split(), "--vault", str(big)],
+                     [*brain, "ask", args.question, "--vault", str(big)]):
+            timed(argv, env, tmp, 1)  # the server's first answer loads its vectors
+            walls, cpus = timed(argv, env, tmp, args.runs)
+            target = "search" if argv[1] == "search" else "ask"
+            print(f"| `{' '.join(argv[1:3])}` with a `brain mcp` running | "
+                  f"{statistics.median(walls):.2f} s | {min(walls):.2f} s "
+                  f"| {statistics.median(cpus):.2f} s | {TARGETS[target]:.1f} s |", flush=True)
+    finally:
+        server.communicate(timeout=60)  # its client leaves: a clean stop
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=20000)
@@ -132,6 +158,7 @@ def main() -> None:
             goal = f"{TARGETS[target]:.1f} s" if target in TARGETS else ""
             print(f"| `{label}` | {statistics.median(walls):.2f} s | {min(walls):.2f} s "
                   f"| {statistics.median(cpus):.2f} s | {goal} |", flush=True)
+        served(brain, env, big, tmp, args)
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
