@@ -152,17 +152,33 @@ def test_llm_down_the_thought_is_in_the_inbox(tmp_path: Path,
     assert "inbox" in proc.out
 
 
-def test_news_of_a_known_person_links_their_note(brain: Callable[..., Result],
-                                                 tmp_path: Path) -> None:
-    """Without a model, news about someone who has a note is filed with a link to that note
-    (it is not merged into it: that needs an undo of just the added text)."""
+def test_news_of_a_known_person_goes_into_their_note(brain: Callable[..., Result],
+                                                     tmp_path: Path) -> None:
+    """Without a model, news about someone who has a note is added to that note (a dated
+    line, once), not filed as a second note of the same name; `brain undo` takes it back."""
     proc = brain("chat", "--new", stdin="Call Sara about the Q3 budget next week\n"
                                          "Sara mentioned she is moving to Berlin\n")
     assert proc.code == 0, proc.err
+    assert "Added to Sara" in proc.out
+    (person,) = sorted((vault(tmp_path) / "people").glob("*.md"))
+    text = person.read_text()
+    assert "Q3 budget" in text and "- 20" in text and "moving to Berlin" in text
+    assert brain("show", "Sara").code == 0  # one note answers to the name
+    assert brain("undo").code == 0
+    assert "moving to Berlin" not in person.read_text()
+
+
+def test_two_people_of_one_name_get_a_new_note(brain: Callable[..., Result],
+                                               tmp_path: Path) -> None:
+    """When the name is not one person's (two notes carry it), nothing is merged."""
+    for _ in range(2):
+        assert brain("add", "Sara from the design team", "--category", "people", "--name",
+                     "Sara").code == 0
+    proc = brain("chat", "--new", stdin="Sara mentioned she is moving to Berlin\n")
+    assert proc.code == 0, proc.err
     people = sorted((vault(tmp_path) / "people").glob("*.md"))
-    assert [p.name for p in people] == ["sara-2.md", "sara.md"]
-    second = people[0].read_text()
-    assert "moving to Berlin" in second and "[[sara|Sara]]" in second
+    assert len(people) == 3 and any("moving to Berlin" in p.read_text() and
+                                    "design team" not in p.read_text() for p in people)
 
 
 def test_model_flag_picks_the_connection_for_this_chat(tmp_path: Path,

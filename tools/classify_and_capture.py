@@ -12,6 +12,7 @@ from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, EntrySumma
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
+from tools.known_person import add_to_person, known_person
 from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
 from tools.web.links import URL
@@ -208,6 +209,10 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         status = "filed"
 
     existing = await ctx.store.find_id(entry_id) if entry_id and ctx.retried else None
+    if existing is None and target == "people" and not ctx.shared:
+        person = await known_person(ctx, name)
+        if person is not None:  # news of someone with a note: into that note
+            return await add_to_person(ctx, person, text)
     if existing is not None:  # the first attempt of this job filed it already
         entry = existing
         target = entry.category or target

@@ -24,6 +24,7 @@ from datetime import date, tzinfo
 from typing import Any
 
 from storage.types import CATEGORIES, CATEGORY_FIELDS, DEFAULT_STATUS, FILED_CATEGORIES
+from tools.categories import CATEGORY_WORDS
 from tools.dates import due_date, strip_dates, today_in
 from tools.names import MAX_NAME, NOT_NAMES, PERSON, clean_person, subject
 
@@ -81,11 +82,15 @@ _INVENTION = re.compile(r"^\s*(?:an?|some)\s+(?:\w+\s+){0,3}?(?:app|tool|extensi
                         r"bot|service|game|platform|product|startup|business|newsletter|"
                         r"podcast|book|course|site|website|device|gadget|feature|workshop)s?\b"
                         r"(?:\s+(?:that|which|to|for|where|with)\b)", re.I)
-_LABELLED = re.compile(r"^\s*(?P<label>idea|thought|someday|maybe|what\s+if|project|todo|"
-                       r"to-do|admin|reminder)\s*[:\-–]", re.I)
-_LABEL_CATEGORY = {"idea": "ideas", "thought": "ideas", "someday": "ideas", "maybe": "ideas",
-                   "what if": "ideas", "project": "projects", "todo": "admin",
-                   "to-do": "admin", "admin": "admin", "reminder": "admin"}
+# "Idea: ...", "Task - ...": a label naming the category, in the one vocabulary of category
+# words (tools/categories.py) plus the labels that only open a thought.
+_LABEL_CATEGORY = {**{w: c for w, c in CATEGORY_WORDS.items() if c != "inbox"},
+                   "thought": "ideas", "someday": "ideas", "maybe": "ideas", "what if": "ideas",
+                   "to-do": "admin", "reminder": "admin"}
+_LABELLED = re.compile(
+    r"^\s*(?P<label>" + "|".join(re.escape(w).replace(r"\ ", r"\s+")
+                                 for w in sorted(_LABEL_CATEGORY, key=len, reverse=True))
+    + r")\s*[:\-–]", re.I)
 
 # A thought that tells what happened: "today" in it is when, not a due date.
 _PAST = re.compile(r"\b(?:met|had|was|were|did|saw|heard|talked|spoke|ran\s+into|went|got|"
