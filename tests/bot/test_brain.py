@@ -163,3 +163,27 @@ async def test_a_long_paste_reaches_the_model_shortened_and_is_filed_whole(scrip
     assert result.executions[0].status == "ok"
     note = brain.store_for("u1").vault.root / "projects" / "offsite-notes.md"
     assert paste in note.read_text()  # nothing of the paste is lost
+
+
+async def test_a_tool_run_records_when_the_tool_started_not_when_the_turn_did(scripted) -> None:
+    """`brain log` times each tool: a tool called after a slow model answer started later
+    than its turn, and the second of two calls later than the first."""
+    import time
+
+    brain, provider = scripted
+
+    def slow(answer):  # the model takes 0.3 s to answer
+        def later(_request):
+            time.sleep(0.3)
+            return answer
+        return later
+
+    provider.answers = [slow(tools(call("search_entries", {"query": "budget"}))),
+                        slow(tools(call("list_entries", {}, "c2"))), text("Nothing yet.")]
+    await brain.turns.handle(conversation_key="cli:t:started", user_id="u1",
+                             text="what about the budget?")
+    async with brain.core.db.session() as s:
+        (turn,) = await repositories.turns_for_log(s, None, limit=1)
+    first, second = turn.tool_runs
+    assert (first.started_at - turn.created_at).total_seconds() >= 0.25
+    assert (second.started_at - first.started_at).total_seconds() >= 0.25

@@ -50,6 +50,21 @@ async def test_a_note_renamed_on_disk_is_still_found_by_its_button(slack: Harnes
     assert "Moved to *Projects*" in json.dumps(slack.fake.calls_to("chat.update")[-1].body)
 
 
+async def test_a_note_renamed_on_disk_is_still_fixed_by_its_thread(slack: Harness) -> None:
+    await slack.file_dm("Idea: a lending library for the office")
+    (old,) = vault_files(slack.vault)
+    (slack.vault / old).rename(slack.vault / old.split("/")[0] / "renamed-by-hand.md")
+    before = len(slack.fake.calls_to("chat.postMessage"))
+    await slack.send.event(message_event("fix: projects", ts="1767261720.000300",
+                                         event_id="Ev-fix-renamed", thread_ts=DM_TS))
+    posts = await slack.fake.wait_for("chat.postMessage", before + 1)
+    await slack.settle()
+    files = vault_files(slack.vault)
+    assert len(files) == 1 and files[0].startswith("projects/")  # moved once, not recreated
+    assert "lending library" in (slack.vault / files[0]).read_text()
+    assert posts[-1].body["text"].startswith("Moved Lending library for the office to projects")
+
+
 async def test_a_deleted_note_is_not_resurrected_by_a_button_or_fix(slack: Harness) -> None:
     card = await slack.file_dm("Idea: a lending library for the office")
     (old,) = vault_files(slack.vault)
