@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from bot.tool_calls import ToolCalls
     from bot.turn_runner import TurnRunner
     from storage.meaning import Meaning
+    from storage.receipts import Receipts
 
 __all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp"]
 
@@ -70,6 +71,26 @@ class Brain:
         """Changes made inside the block are recorded in the vault's history as `who`'s, from
         `source` ("cli", "mcp <client>", "slack <message link>")."""
         return changing(who, source)
+
+    @property
+    def settings(self) -> Settings:
+        return self.core.settings
+
+    @property
+    def receipts(self) -> Receipts:
+        """Capture receipts: what was filed from which message (storage/receipts.py)."""
+        return self.core.receipts
+
+    @property
+    def provider(self) -> Provider:
+        """The configured model, made on first use (ValueError: a configuration that cannot
+        be used, said in words)."""
+        return self.core.provider
+
+    @property
+    def offline(self) -> bool:
+        """The configured model is the offline rules (no API key)."""
+        return self.core.offline
 
     @property
     def keeper(self) -> IndexKeeper:

@@ -131,6 +131,28 @@ def test_dependencies_point_one_way() -> None:
     assert not problems, "import rules broken:\n" + "\n".join(problems)
 
 
+def core_reach_throughs(root: Path = ROOT) -> list[str]:
+    """Adapters call `brain.<service>.<operation>`; the Core behind the door is the
+    services' (`brain.core.x` in an adapter is a reach past the door)."""
+    found = []
+    for path in all_modules(root):
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith(ADAPTERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "core" and (
+                    (isinstance(node.value, ast.Name) and node.value.id == "brain")
+                    or (isinstance(node.value, ast.Attribute) and node.value.attr == "brain")):
+                found.append(f"{rel}:{node.lineno} reaches brain.core: add what it needs to "
+                             "the Brain")
+    return found
+
+
+def test_adapters_do_not_reach_past_the_door() -> None:
+    problems = core_reach_throughs()
+    assert not problems, "\n".join(problems)
+
+
 def test_the_scan_sees_the_packages() -> None:
     # Guard against a silently empty scan (wrong root), which would pass everything.
     files = {p.relative_to(ROOT).as_posix() for p in all_modules()}

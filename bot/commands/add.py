@@ -69,7 +69,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         entry = await v.store.create(args.category, name, {"source": "cli"}, body)
         # A capture like any other: its receipt counts in the digests ("Captured N this week").
         if entry.id:  # (a note the store makes always has one)
-            await v.brain.core.receipts.record(user_id=v.user, original_text=text or name,
+            await v.brain.receipts.record(user_id=v.user, original_text=text or name,
                                                entry_id=entry.id, path=entry.path,
                                                category=args.category, confidence=None,
                                                status="filed")

@@ -107,7 +107,7 @@ async def _chat(args: argparse.Namespace) -> int:
     brain = await Brain.start(settings, vault_override=args.vault)
     try:
         user = user_id(settings, args)
-        if brain.core.offline:
+        if brain.offline:
             print("No LLM key configured: using the offline rule-based provider "
                   "(set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model).", file=sys.stderr)
         key, first = await _pick_conversation(brain, user, args)

@@ -68,7 +68,7 @@ def _digest(args: argparse.Namespace) -> int:
             if not _zone(tz):
                 return fail(f"unknown time zone {tz!r} (BRAIN_TZ)", EXIT_ERROR)
             try:
-                v.brain.core.provider  # noqa: B018  (the configured model, or a clear error)
+                v.brain.provider  # noqa: B018  (the configured model, or a clear error)
             except ValueError as exc:
                 return fail(str(exc), EXIT_ERROR)
             digest = await v.brain.digests.make(user_id=v.user, kind=str(request.kind),

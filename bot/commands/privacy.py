@@ -52,7 +52,7 @@ async def _known(brain: Brain, user: str) -> None:
         raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
     if not await brain.accounts.holds(user):
         raise CommandError(f"nothing is held of user {user!r}: no vault, no conversations; "
-                           f"check the id{known_users(brain.core.settings)}", EXIT_ERROR,
+                           f"check the id{known_users(brain.settings)}", EXIT_ERROR,
                            "not_found")
 
 

@@ -72,6 +72,6 @@ async def answering_cli(brain: Brain, vault: Path | str | None) -> AsyncIterator
         await ready(str(args["user"]))
         return await brain.answers.ask(user_id=str(args["user"]), question=str(args["question"]))
 
-    async with local_socket.serving(identity(brain.core.settings, vault),
+    async with local_socket.serving(identity(brain.settings, vault),
                                     {"search": search, "ask": ask}) as path:
         yield path

@@ -207,7 +207,7 @@ class SlackWork:
         name = job.result.get("name")
         path = job.result.get("trashed")
         if path is None:  # not done by an earlier run of this job
-            receipt = await self.brain.core.receipts.for_entry(entry_id)
+            receipt = await self.brain.receipts.for_entry(entry_id)
             name = _receipt_name(receipt) if receipt else entry_id
             try:
                 path = await self.brain.changes.trash(user_id=press["user"], ref=entry_id,
