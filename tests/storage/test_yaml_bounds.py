@@ -50,10 +50,10 @@ from storage.notes import parse_note
 text = sys.stdin.read()
 out = {}
 for f in (parse_note, read_note):
-    started = time.perf_counter()
+    started = time.process_time()  # CPU, not wall: the bomb burns CPU; a busy machine does not
     note = f(text)
     out[f.__name__] = [note.frontmatter_error, note.frontmatter, note.body,
-                       time.perf_counter() - started]
+                       time.process_time() - started]
 print(json.dumps(out))
 """
 
