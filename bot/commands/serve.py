@@ -29,6 +29,11 @@ def register(sub: Any) -> None:  # argparse subparsers
     serve.add_argument("--log-level", type=_log_level,
                        default=os.environ.get("BRAIN_LOG_LEVEL", "INFO"),
                        help="DEBUG, INFO, WARNING or ERROR (default INFO, or BRAIN_LOG_LEVEL)")
+    serve.add_argument("--workers", type=_processes, default=None, metavar="N",
+                       help="processes that run the work, this one included; they share "
+                            "the journal (default: BRAIN_PROCESSES, else one per core)")
+    # A helper process of `--workers N` (started by brain serve itself, never by hand).
+    serve.add_argument("--work-only", action="store_true", help=argparse.SUPPRESS)
     serve.set_defaults(handler=run_serve)
 
     doctor = sub.add_parser("doctor", help="check tokens, LLM, data directory and search model",
@@ -54,6 +59,16 @@ def _log_level(text: str) -> str:
     return text.upper()
 
 
+def _processes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 64, got {text!r}")
+    return value
+
+
 def run_serve(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -64,7 +79,9 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         settings = Settings()
         with logging_to_stderr(args.log_level, log_content=settings.log_content):
-            asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port))
+            asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port,
+                              workers=args.workers, work_only=args.work_only,
+                              log_level=args.log_level))
     except ServeError as exc:
         print(f"brain: {exc}", file=sys.stderr)
         return 2

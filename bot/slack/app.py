@@ -13,6 +13,7 @@ import logging
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
@@ -65,13 +66,18 @@ bolt_log.addFilter(_NoTokenSkippedWarning())
 bolt_log.addFilter(_OneLineConnectFailures())
 
 
+HELPERS_AFTER = 2  # jobs running here before `--workers` helpers are woken for more
+
+
 class SlackBot:
     """A Bolt app wired to a Brain through the durable intake."""
 
     def __init__(self, brain: Brain, settings: Settings, client: AsyncWebClient | None = None,
                  *, concurrency: int = 200, poll: float = 1.0, lease: timedelta = LEASE,
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS) -> None:
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS,
+                 wake_others: Callable[[], None] | None = None) -> None:
         self.brain = brain
+        self._wake_others = wake_others  # `--workers N`: the helper processes
         self.settings = settings
         # One HTTP session for every Web API call of this bot (connections are reused).
         self._session = aiohttp.ClientSession() if client is None else None
@@ -90,7 +96,7 @@ class SlackBot:
         self.worker = Worker(brain.jobs, self.work.handlers(), give_up=self.work.give_up,
                              concurrency=concurrency, poll=poll, lease=lease,
                              retry_delays=retry_delays)
-        self.intake = Intake(brain.jobs, self.worker.wake)
+        self.intake = Intake(brain.jobs, self.wake)
         listeners.register(self.app, self.intake, brain.conversations.thread_known,
                            reaction=settings.capture_reaction, accounts=brain.accounts)
         self.app.error(self._bolt_error)
@@ -130,11 +136,19 @@ class SlackBot:
                 self.work.deliver_digest, clock=lambda: datetime.now(UTC),
                 poll_seconds=poll_seconds)
             self.reminder_scheduler = self.brain.reminders.scheduler(
-                tz_lookup=self.work.user_tz, wake=self.worker.wake,
+                tz_lookup=self.work.user_tz, wake=self.wake,
                 clock=lambda: datetime.now(UTC), poll_seconds=poll_seconds)
             self._tasks.append(asyncio.create_task(self.scheduler.run()))
             self._tasks.append(asyncio.create_task(self.reminder_scheduler.run()))
             self._tasks.append(asyncio.create_task(self._housekeeping()))
+
+    def wake(self) -> None:
+        """Work was recorded: claim it here, and tell the helper processes."""
+        self.worker.wake()
+        # A lone turn runs best here (no second process contending for the database); the
+        # helpers are called in once this process has work in hand: a burst.
+        if self._wake_others is not None and self.worker.busy >= HELPERS_AFTER:
+            self._wake_others()
 
     async def _housekeeping(self) -> None:
         while True:

@@ -136,14 +136,22 @@ async def serve_socket(bot: SlackBot, app_token: str, host: str, health_port: in
             await runner.cleanup()
 
 
-async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None:
-    """Start the brain and serve Slack until SIGINT/SIGTERM."""
+async def serve(settings: Settings, *, http: bool, host: str, port: int,
+                workers: int | None = None, work_only: bool = False,
+                log_level: str = "INFO") -> None:
+    """Start the brain and serve Slack until SIGINT/SIGTERM, with `workers` processes
+    running the work (this one and helpers, bot/slack/worker_pool.py)."""
     from bot.brain import Brain
     from bot.commands.served import answering_cli
+    from bot.slack.worker_pool import WorkerPool, default_workers
+    from bot.slack.worker_pool import work_only as helper
 
     http = http or not settings.slack_app_token  # Socket Mode needs the app token
     check_serve_settings(settings, http=http)
     stop = _stop_event()
+    if work_only:
+        await helper(settings, stop)
+        return
     try:
         accepted = await _unless_stopped(stop, _check_tokens(
             settings, None if http else settings.slack_app_token))
@@ -153,9 +161,11 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
     brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
     if accepted:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
+    pool = WorkerPool((workers or settings.processes or default_workers()) - 1, log_level)
     bot = SlackBot(brain, settings, concurrency=settings.workers,
-                   lease=timedelta(seconds=settings.job_lease_seconds))
+                   lease=timedelta(seconds=settings.job_lease_seconds), wake_others=pool.wake)
     try:
+        await pool.start()
         bot.start()
         async with answering_cli(brain, None):  # `brain search`/`ask` ask this process
             if http:
@@ -166,5 +176,5 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
     except Stopped:
         pass
     finally:
-        await bot.close()
+        await asyncio.gather(bot.close(), pool.stop())  # both drain at once
         await brain.close()

@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 
 from storage.db import Database
 from storage.models import Job
+from tests.e2e.processes import children
 from tests.e2e.slack_harness import SlackSender
 from tests.e2e.test_slack_serve import free_port
 
@@ -40,6 +41,10 @@ class Replica:
     send: SlackSender
     log: Path
     in_rotation: bool = True  # the load balancer still sends it requests
+    helpers: tuple[int, ...] = ()  # pids of its `--workers` helper processes
+
+    def owns(self, pid: str) -> bool:
+        return pid == str(self.pid) or pid in {str(h) for h in self.helpers}
 
     @property
     def alive(self) -> bool:
@@ -83,10 +88,13 @@ async def wait_healthy(replica: Replica, timeout: float = 60) -> None:
 
 
 async def start_all(count: int, env: dict[str, str], cwd: Path) -> list[Replica]:
-    """`count` replicas started at the same moment, each answering /health."""
+    """`count` replicas started at the same moment, each answering /health (its helper
+    processes, started before it serves, are known from then on)."""
     replicas = list(await asyncio.gather(*(start(f"replica{i}", env, cwd)
                                            for i in range(count))))
     await asyncio.gather(*(wait_healthy(r) for r in replicas))
+    for replica in replicas:
+        replica.helpers = children(replica.pid)
     return replicas
 
 
@@ -177,7 +185,7 @@ async def running_jobs_of(url: str, replica: Replica) -> int:
                                       .where(Job.state == "running"))).scalars().all()
     finally:
         await db.close()
-    return sum(1 for o in owners if str(o or "").split(":")[1:2] == [str(replica.pid)])
+    return sum(1 for o in owners if replica.owns("".join(str(o or "").split(":")[1:2])))
 
 
 async def journal_figures(url: str, replicas: list[Replica]) -> tuple[dict[str, int], int]:
@@ -191,9 +199,9 @@ async def journal_figures(url: str, replicas: list[Replica]) -> tuple[dict[str, 
             again = await s.scalar(select(func.count()).where(Job.attempts > 1))
     finally:
         await db.close()
-    by_pid = {str(r.pid): r.name for r in replicas}
     out: Counter[str] = Counter()
     for owner, n in rows:
         parts = str(owner or "").split(":")  # host:pid:random
-        out[by_pid.get(parts[1] if len(parts) == 3 else "", str(owner))] += int(n)
+        pid = parts[1] if len(parts) == 3 else ""
+        out[next((r.name for r in replicas if r.owns(pid)), str(owner))] += int(n)
     return dict(sorted(out.items())), int(again or 0)

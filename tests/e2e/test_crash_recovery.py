@@ -1,7 +1,8 @@
 """Nothing acked is lost: `brain serve` killed with SIGKILL while a burst of DMs is being worked
 on, then started again on the same data, files every acknowledged DM exactly once and answers
 each exactly once. Real processes, a slow model (real OpenAI SDK against a local server) and a
-fake Slack Web API that outlives both processes.
+fake Slack Web API that outlives both processes. With `--workers 2` the kill takes the serving
+process only: its helper, left without a parent, finishes what it runs and exits.
 """
 
 from __future__ import annotations
@@ -38,14 +39,42 @@ def _text(i: int) -> str:
     return f"Remember to call supplier number {i:03d} about the late invoice"
 
 
-async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
+def _finished_by(env: dict[str, str]) -> Counter[int]:
+    """How many finished jobs each process (pid) ran: a finished job keeps its owner."""
+    from sqlalchemy import func, select
+
+    from bot.config import Settings
+    from storage.db import Database
+    from storage.models import Job
+
+    async def read() -> Counter[int]:
+        settings = Settings(_env_file=None, BRAIN_DATA_DIR=env["BRAIN_DATA_DIR"],  # type: ignore[call-arg]
+                            DATABASE_URL=env.get("DATABASE_URL"))
+        db = await Database.open(settings.db_url())
+        try:
+            async with db.session() as s:
+                rows = (await s.execute(select(Job.lease_owner, func.count())
+                                        .where(Job.state == "done")
+                                        .group_by(Job.lease_owner))).all()
+        finally:
+            await db.close()
+        return Counter({int(str(owner).split(":")[1]): int(n) for owner, n in rows})
+
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path,
+                                                                 workers: int) -> None:
     fake = await FakeSlack().start()
     llm = FakeLLMServer().start()
     llm.delay = 0.5  # every model call takes half a second: the kill lands mid-turn
     env = _env(tmp_path, fake, llm)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    first = await brain("serve", "--http", "--port", str(port), env=env, cwd=tmp_path)
+    processes = ("--workers", str(workers))
+    first = await brain("serve", "--http", "--port", str(port), *processes, env=env,
+                        cwd=tmp_path)
     send = SlackSender(url)
     try:
         await wait_healthy(url, first)
@@ -65,7 +94,8 @@ async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path)
         assert 0 < answered_before < DMS, "the kill landed in the middle of the burst"
 
         port2 = free_port()
-        second = await brain("serve", "--http", "--port", str(port2), env=env, cwd=tmp_path)
+        second = await brain("serve", "--http", "--port", str(port2), *processes, env=env,
+                             cwd=tmp_path)
         send2 = SlackSender(f"http://127.0.0.1:{port2}")
         try:
             await wait_healthy(f"http://127.0.0.1:{port2}", second)
@@ -87,6 +117,12 @@ async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path)
         for call in fake.calls_to("chat.postMessage"):
             assert json.dumps(call.body.get("blocks"))  # a card, not an error
             assert "went wrong" not in call.body["text"]
+        by_pid = await asyncio.to_thread(_finished_by, env)
+        helpers = set(by_pid) - {first.pid, second.pid}
+        if workers == 1:
+            assert not helpers, by_pid
+        else:  # the helpers did a share of the work
+            assert helpers and sum(by_pid[p] for p in helpers) > 0, by_pid
     finally:
         await send.close()
         if first.returncode is None:

@@ -1,4 +1,5 @@
-"""Three `brain serve --http` replicas on one PostgreSQL database and one vault root, behind a
+"""Three `brain serve --http --workers 2` replicas on one PostgreSQL database and one vault root
+(six processes running the work), behind a
 round-robin of signed requests: 200 DMs in 40 threads (5 messages each, sent one after another
 within a thread, the threads at once), a slow model, one replica killed with SIGKILL half-way,
 and Slack's retries of some events delivered to another replica. Every DM is filed once and
@@ -30,6 +31,7 @@ from tests.e2e.test_slack_serve import clean_env
 pytestmark = pytest.mark.slow
 
 REPLICAS = 3
+WORKERS = 2  # processes per replica: `--workers 2`
 THREADS = 40
 PER_THREAD = 5
 DMS = THREADS * PER_THREAD
@@ -63,7 +65,8 @@ def _env(tmp_path: Path, fake: FakeSlack, llm: FakeLLMServer, url: str) -> dict[
                      SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
                      DATABASE_URL=url, BRAIN_LLM="openai", OPENAI_API_KEY="sk-test",
                      OPENAI_BASE_URL=llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
-                     BRAIN_JOB_LEASE_SECONDS="3", BRAIN_LOG_LEVEL="WARNING")
+                     BRAIN_JOB_LEASE_SECONDS="3", BRAIN_LOG_LEVEL="WARNING",
+                     BRAIN_PROCESSES=str(WORKERS))
 
 
 def _check_turn_order(llm: FakeLLMServer) -> Counter[int]:
@@ -105,6 +108,8 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
     replicas: list[rs.Replica] = []
     try:
         replicas = await rs.start_all(REPLICAS, _env(tmp_path, fake, llm, url), tmp_path)
+        assert all(len(r.helpers) == WORKERS - 1 for r in replicas), \
+            [(r.name, r.helpers) for r in replicas]
         lb = rs.LoadBalancer(replicas)
         acked: dict[int, rs.Replica] = {}
         halfway = asyncio.Event()

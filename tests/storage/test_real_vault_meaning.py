@@ -40,7 +40,12 @@ async def store(tmp_path_factory: pytest.TempPathFactory,
     db = await Database.open(fresh_url(tmp_path_factory.mktemp("real-meaning")))
     fused = Store(Vault(REAL_VAULT), db, meaning=MEANING)
     await fused.refresh()
-    cache = request.config.cache.mkdir("real-vault-vectors") / (
+    # pytest's cache keeps the vectors between runs; without it (-p no:cacheprovider) a
+    # temporary folder does.
+    cached = getattr(request.config, "cache", None)
+    folder = cached.mkdir("real-vault-vectors") if cached is not None \
+        else tmp_path_factory.mktemp("real-vault-vectors")
+    cache = folder / (
         hashlib.sha256(MEANING.model.encode()).hexdigest()[:16] + ".npz")
     key, model = fused.index.key, MEANING.model
     if cache.is_file():
