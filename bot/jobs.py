@@ -211,8 +211,10 @@ class Worker:
                  give_up: GiveUp | None = None, concurrency: int = 64, poll: float = 1.0,
                  batch: int = CLAIM_BATCH,
                  lease: timedelta = LEASE, max_attempts: int = MAX_ATTEMPTS,
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS) -> None:
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS,
+                 more: Callable[[], None] | None = None) -> None:
         self.queue = queue
+        self.more = more  # called when there is more claimable work than this one takes
         self.handlers = handlers
         self.give_up = give_up
         self.concurrency = concurrency
@@ -308,6 +310,8 @@ class Worker:
                 log.debug("job %s claimed: %s, attempt %d", job.id, job.kind, job.attempts)
                 self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
             if claimed and len(claimed) == room:
+                if self.more is not None:
+                    self.more()  # other processes may take a share
                 continue  # there may be more
             self._wake.clear()
             with contextlib.suppress(TimeoutError):

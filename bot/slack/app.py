@@ -13,8 +13,8 @@ import logging
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import aiohttp
 from aiohttp import web
@@ -69,15 +69,23 @@ bolt_log.addFilter(_OneLineConnectFailures())
 HELPERS_AFTER = 2  # jobs running here before `--workers` helpers are woken for more
 
 
+class Helpers(Protocol):
+    """`brain serve --workers N`'s helper processes (bot/slack/worker_pool.py)."""
+
+    def wake(self) -> None: ...
+
+    def status(self) -> dict[str, int]: ...
+
+
 class SlackBot:
     """A Bolt app wired to a Brain through the durable intake."""
 
     def __init__(self, brain: Brain, settings: Settings, client: AsyncWebClient | None = None,
                  *, concurrency: int = 200, poll: float = 1.0, lease: timedelta = LEASE,
                  retry_delays: tuple[float, ...] = RETRY_DELAYS,
-                 wake_others: Callable[[], None] | None = None) -> None:
+                 helpers: Helpers | None = None) -> None:
         self.brain = brain
-        self._wake_others = wake_others  # `--workers N`: the helper processes
+        self.helpers = helpers  # `--workers N`: the helper processes
         self.settings = settings
         # One HTTP session for every Web API call of this bot (connections are reused).
         self._session = aiohttp.ClientSession() if client is None else None
@@ -95,7 +103,8 @@ class SlackBot:
         self.work = SlackWork(brain, self.client, settings)
         self.worker = Worker(brain.jobs, self.work.handlers(), give_up=self.work.give_up,
                              concurrency=concurrency, poll=poll, lease=lease,
-                             retry_delays=retry_delays)
+                             retry_delays=retry_delays,
+                             more=helpers.wake if helpers is not None else None)
         self.intake = Intake(brain.jobs, self.wake)
         listeners.register(self.app, self.intake, brain.conversations.thread_known,
                            reaction=settings.capture_reaction, accounts=brain.accounts)
@@ -147,8 +156,8 @@ class SlackBot:
         self.worker.wake()
         # A lone turn runs best here (no second process contending for the database); the
         # helpers are called in once this process has work in hand: a burst.
-        if self._wake_others is not None and self.worker.busy >= HELPERS_AFTER:
-            self._wake_others()
+        if self.helpers is not None and self.worker.busy >= HELPERS_AFTER:
+            self.helpers.wake()
 
     async def _housekeeping(self) -> None:
         while True:
@@ -223,5 +232,6 @@ class SlackBot:
         except Exception as exc:
             log.warning("health: the database does not answer: %s", exc)
             return web.json_response({"ok": False, "error": "database unavailable"}, status=503)
+        helpers = {} if self.helpers is None else {"helpers": self.helpers.status()}
         return web.json_response({"ok": True, "running_here": self.worker.busy,
-                                  "jobs": counts, **self.ack_stats()})
+                                  "jobs": counts, **helpers, **self.ack_stats()})

@@ -163,7 +163,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
         await brain.accounts.installed()
     pool = WorkerPool((workers or settings.processes or default_workers()) - 1, log_level)
     bot = SlackBot(brain, settings, concurrency=settings.workers,
-                   lease=timedelta(seconds=settings.job_lease_seconds), wake_others=pool.wake)
+                   lease=timedelta(seconds=settings.job_lease_seconds), helpers=pool)
     try:
         await pool.start()
         bot.start()

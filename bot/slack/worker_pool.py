@@ -29,16 +29,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX = 8  # each process holds its own Brain and sentence model (~200 MB)
 RESTART_PAUSE = 1.0  # seconds before a helper that died is started again
 STOP_GRACE = 35.0  # a helper's drain (30 s) plus its exit
+READY = b"brain-helper-ready"  # what a helper prints once it takes work
 
 
 def default_workers() -> int:
-    """Processes when neither --workers nor BRAIN_PROCESSES says: one per usable core."""
+    """Processes when neither --workers nor BRAIN_PROCESSES says: one per usable core, at
+    most DEFAULT_MAX."""
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(os.cpu_count() or 1, 1)
+        cores = os.cpu_count() or 1
+    return min(max(cores, 1), DEFAULT_MAX)
 
 
 class WorkerPool:
@@ -48,6 +52,7 @@ class WorkerPool:
         self.helpers = max(helpers, 0)
         self.log_level = log_level
         self._procs: list[asyncio.subprocess.Process | None] = [None] * self.helpers
+        self._ready: set[int] = set()  # slots whose helper said it is taking work
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
         self._wake_queued = False
@@ -64,13 +69,21 @@ class WorkerPool:
     async def _spawn(self, slot: int) -> None:
         self._procs[slot] = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot.cli", "serve", "--work-only",
-            "--log-level", self.log_level, stdin=asyncio.subprocess.PIPE)
+            "--log-level", self.log_level, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE)
 
     async def _watch(self, slot: int) -> None:
         while not self._stopping:
             proc = self._procs[slot]
-            assert proc is not None
+            assert proc is not None and proc.stdout is not None
+            async for line in proc.stdout:  # until it exits: READY once it takes work
+                if line.strip() == READY:
+                    self._ready.add(slot)
+                else:
+                    sys.stdout.buffer.write(line)
+                    sys.stdout.buffer.flush()
             code = await proc.wait()
+            self._ready.discard(slot)
             if self._stopping:
                 return
             log.warning("worker process %d (pid %d) exited with %s; starting it again",
@@ -78,6 +91,10 @@ class WorkerPool:
             await asyncio.sleep(RESTART_PAUSE)
             if not self._stopping:
                 await self._spawn(slot)
+
+    def status(self) -> dict[str, int]:
+        """For /health: how many processes run the work, and how many helpers are ready."""
+        return {"processes": self.helpers + 1, "ready": len(self._ready)}
 
     def wake(self) -> None:
         """New work is in the journal: tell the helpers, once per turn of the event loop
@@ -156,6 +173,8 @@ async def work_only(settings: Settings, stop: asyncio.Event) -> None:
     relaying = asyncio.create_task(relay())
     try:
         bot.start(scheduler=False)  # the serving process runs the schedulers
+        sys.stdout.buffer.write(READY + b"\n")
+        sys.stdout.buffer.flush()
         ended = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(gone.wait())]
         await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
         for task in ended:

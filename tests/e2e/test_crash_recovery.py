@@ -19,7 +19,15 @@ from tests.bot.fake_llm_server import FakeLLMServer
 from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event
-from tests.e2e.test_slack_serve import brain, clean_env, free_port, idle, stop, wait_healthy
+from tests.e2e.test_slack_serve import (
+    brain,
+    clean_env,
+    free_port,
+    helpers_ready,
+    idle,
+    stop,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -78,6 +86,7 @@ async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path,
     send = SlackSender(url)
     try:
         await wait_healthy(url, first)
+        await helpers_ready(send, workers - 1)
         events = [message_event(_text(i), ts=f"17673{i:05d}.000100", event_id=f"EvK{i:04d}")
                   for i in range(DMS)]
         statuses = []
@@ -99,6 +108,7 @@ async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path,
         send2 = SlackSender(f"http://127.0.0.1:{port2}")
         try:
             await wait_healthy(f"http://127.0.0.1:{port2}", second)
+            await helpers_ready(send2, workers - 1)
             await asyncio.wait_for(idle(send2), timeout=120)
             # a retry of an old delivery after the restart changes nothing either
             assert (await send2.event(events[0], retry=1))[0] == 200

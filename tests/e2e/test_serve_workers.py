@@ -15,7 +15,16 @@ from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.processes import alive, children
 from tests.e2e.slack_harness import SECRET, SlackSender, message_event
-from tests.e2e.test_slack_serve import brain, clean_env, fake, free_port, idle, stop, wait_healthy
+from tests.e2e.test_slack_serve import (
+    brain,
+    clean_env,
+    fake,
+    free_port,
+    helpers_ready,
+    idle,
+    stop,
+    wait_healthy,
+)
 
 __all__ = ["fake"]  # the fixture
 
@@ -39,13 +48,16 @@ async def test_helpers_restart_when_killed_and_stop_with_the_server(
     send = SlackSender(url)
     try:
         await wait_healthy(url, proc)
+        await helpers_ready(send, 2)
         helpers = children(proc.pid)
         assert len(helpers) == 2, helpers
+        assert (await send.health())["helpers"] == {"processes": 3, "ready": 2}
 
         os.kill(helpers[0], signal.SIGKILL)  # a helper dies: another takes its place
         await _until(lambda: len(children(proc.pid)) == 2
                      and helpers[0] not in children(proc.pid))
         assert helpers[1] in children(proc.pid)
+        await helpers_ready(send, 2)  # the new one takes work too
 
         for i in range(6):  # and the work still gets done, once each
             event = message_event(f"Idea number {i}: a garden on the roof", event_id=f"EvW{i}",

@@ -80,6 +80,14 @@ async def fake() -> AsyncIterator[FakeSlack]:
         await server.stop()
 
 
+async def helpers_ready(send: SlackSender, count: int, timeout: float = 60) -> None:
+    """`brain serve --workers N`: its N-1 helper processes take work (GET /health says)."""
+    deadline = time.monotonic() + timeout
+    while (await send.health()).get("helpers", {}).get("ready", 0) < count:
+        assert time.monotonic() < deadline, "the helper processes did not start"
+        await asyncio.sleep(0.05)
+
+
 async def idle(send: SlackSender) -> None:
     """The served process has no turn left to run."""
     calm = 0
