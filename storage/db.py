@@ -124,6 +124,11 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(cfg, "head")
 
 
+# Connections of a server database kept for recording incoming work (and as many again at a
+# peak); the journal's group commit makes a burst a few statements (bot/jobs.py).
+INTAKE_POOL = 2
+
+
 class Database:
     """The shared database. `async with db.session() as s:`; the caller commits."""
 
@@ -181,15 +186,19 @@ class Database:
 
     def intake_session(self) -> AsyncSession:
         """A session for recording incoming work, which must not queue behind the work itself:
-        on SQLite its own connection (SQLite's own lock orders it with the other writes, each
-        of which is short); elsewhere the shared pool."""
-        if self.engine.dialect.name != "sqlite" or _sqlite_file(self.url) is None:
+        its own connections (on SQLite one: SQLite's own lock orders it with the other
+        writes, each of which is short; on a server a few, apart from the pool 100 turns in
+        flight are using). An in-memory SQLite database has one connection: the shared one."""
+        sqlite = self.engine.dialect.name == "sqlite"
+        if sqlite and _sqlite_file(self.url) is None:
             return self._sessions()
         if self._intake_sessions is None:
-            self._intake_engine = create_async_engine(self.url, pool_size=1, max_overflow=0,
-                                                      pool_timeout=60)
-            event.listen(self._intake_engine.sync_engine, "connect", _set_sqlite_pragmas)
-            event.listen(self._intake_engine.sync_engine, "connect", _intake_busy)
+            size = (1, 0) if sqlite else (INTAKE_POOL, INTAKE_POOL)
+            self._intake_engine = create_async_engine(self.url, pool_size=size[0],
+                                                      max_overflow=size[1], pool_timeout=60)
+            if sqlite:
+                event.listen(self._intake_engine.sync_engine, "connect", _set_sqlite_pragmas)
+                event.listen(self._intake_engine.sync_engine, "connect", _intake_busy)
             self._intake_sessions = async_sessionmaker(self._intake_engine,
                                                        expire_on_commit=False)
         return self._intake_sessions()
