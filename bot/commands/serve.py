@@ -34,6 +34,7 @@ def register(sub: Any) -> None:  # argparse subparsers
                             "the journal (default: BRAIN_PROCESSES, else one per core)")
     # A helper process of `--workers N` (started by brain serve itself, never by hand).
     serve.add_argument("--work-only", action="store_true", help=argparse.SUPPRESS)
+    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
     serve.set_defaults(handler=run_serve)
 
     doctor = sub.add_parser("doctor", help="check tokens, LLM, data directory and search model",
@@ -81,6 +82,7 @@ def run_serve(args: argparse.Namespace) -> int:
         with logging_to_stderr(args.log_level, log_content=settings.log_content):
             asyncio.run(serve(settings, http=args.http, host=args.host, port=args.port,
                               workers=args.workers, work_only=args.work_only,
+                              listen_fd=args.listen_fd,
                               log_level=args.log_level))
     except ServeError as exc:
         print(f"brain: {exc}", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import statistics
 import time
 from collections import deque
@@ -196,6 +197,14 @@ class SlackBot:
         webapp.add_routes([web.post(EVENTS_PATH, self._handle_slack),
                            web.get(HEALTH_PATH, self.health)])
         return webapp
+
+    async def serve_on(self, listener: socket.socket) -> web.AppRunner:
+        """Serve web_app() on a bound, listening socket (`brain serve --http`, and its
+        `--workers` helpers on the same one); `cleanup()` the runner to stop."""
+        runner = web.AppRunner(self.web_app(), access_log=None)
+        await runner.setup()
+        await web.SockSite(runner, listener).start()
+        return runner
 
     async def _handle_slack(self, request: web.Request) -> web.StreamResponse:
         """Check the signature on the raw bytes, then the shape, before anything parses them;

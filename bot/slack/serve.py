@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -106,8 +107,17 @@ async def _start_site(webapp: web.Application, host: str, port: int) -> web.AppR
     return runner
 
 
-async def serve_http(bot: SlackBot, host: str, port: int, stop: asyncio.Event) -> None:
-    runner = await _start_site(bot.web_app(), host, port)
+def listen(host: str, port: int) -> socket.socket:
+    """The HTTP front's listening socket, bound before anything else starts (a port in use
+    fails at once); `--workers` helpers accept on the same socket."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                flags=socket.AI_PASSIVE)[0][0]
+    return socket.create_server((host, port), family=family, backlog=1024)
+
+
+async def serve_http(bot: SlackBot, listener: socket.socket, stop: asyncio.Event) -> None:
+    host, port = listener.getsockname()[:2]
+    runner = await bot.serve_on(listener)
     log.info("serving Slack events on http://%s:%d%s", host, port, EVENTS_PATH)
     print(f"brain: listening on http://{host}:{port}{EVENTS_PATH}", flush=True)
     try:
@@ -138,7 +148,7 @@ async def serve_socket(bot: SlackBot, app_token: str, host: str, health_port: in
 
 async def serve(settings: Settings, *, http: bool, host: str, port: int,
                 workers: int | None = None, work_only: bool = False,
-                log_level: str = "INFO") -> None:
+                listen_fd: int | None = None, log_level: str = "INFO") -> None:
     """Start the brain and serve Slack until SIGINT/SIGTERM, with `workers` processes
     running the work (this one and helpers, bot/slack/worker_pool.py)."""
     from bot.brain import Brain
@@ -150,26 +160,30 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     check_serve_settings(settings, http=http)
     stop = _stop_event()
     if work_only:
-        await helper(settings, stop)
+        await helper(settings, stop, listen_fd)
         return
+    listener = listen(host, port) if http else None
     try:
         accepted = await _unless_stopped(stop, _check_tokens(
             settings, None if http else settings.slack_app_token))
         brain = await _unless_stopped(stop, Brain.start(settings))
     except Stopped:
+        if listener is not None:
+            listener.close()
         return
     brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
     if accepted:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
-    pool = WorkerPool((workers or settings.processes or default_workers()) - 1, log_level)
+    pool = WorkerPool((workers or settings.processes or default_workers()) - 1, log_level,
+                      listener=listener)
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds), helpers=pool)
     try:
         await pool.start()
         bot.start()
         async with answering_cli(brain, None):  # `brain search`/`ask` ask this process
-            if http:
-                await serve_http(bot, host, port, stop)
+            if listener is not None:
+                await serve_http(bot, listener, stop)
             else:
                 assert settings.slack_app_token
                 await serve_socket(bot, settings.slack_app_token, host, port, stop)

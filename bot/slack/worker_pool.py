@@ -1,8 +1,10 @@
 """`brain serve --workers N`: N-1 helper processes run journal work beside the serving one.
 
-One process is one core. The serving process keeps the only HTTP / Socket Mode front, the
-schedulers and the CLI's socket; each helper is `brain serve --work-only` on the same data
-directory and database: a replica with no front. They share the work through the jobs
+One process is one core. The serving process binds the HTTP port (or holds the Socket Mode
+connection), runs the schedulers and answers the CLI's socket; each helper is `brain serve
+--work-only` on the same data directory and database, a replica whose HTTP front is the
+serving process's listening socket, inherited: the kernel hands each new connection to
+whichever process accepts first, so acks of a burst use every core too. They share the work through the jobs
 journal exactly as replicas do (claims, leases, one running job per lane, replies posted
 once), so the promises of docs/reliability.md are the journal's and hold for any N.
 
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import sys
 import threading
 from datetime import timedelta
@@ -48,9 +51,11 @@ def default_workers() -> int:
 class WorkerPool:
     """The helper processes of one `brain serve`; `wake()` after recording work."""
 
-    def __init__(self, helpers: int, log_level: str) -> None:
+    def __init__(self, helpers: int, log_level: str,
+                 listener: socket.socket | None = None) -> None:
         self.helpers = max(helpers, 0)
         self.log_level = log_level
+        self.listener = listener  # HTTP: the helpers accept and ack on this socket too
         self._procs: list[asyncio.subprocess.Process | None] = [None] * self.helpers
         self._ready: set[int] = set()  # slots whose helper said it is taking work
         self._watchers: list[asyncio.Task[None]] = []
@@ -67,10 +72,15 @@ class WorkerPool:
                      self.helpers + 1, self.helpers)
 
     async def _spawn(self, slot: int) -> None:
+        front: list[str] = []
+        fds: tuple[int, ...] = ()
+        if self.listener is not None:
+            fds = (self.listener.fileno(),)
+            front = ["--listen-fd", str(fds[0])]
         self._procs[slot] = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "serve", "--work-only",
+            sys.executable, "-m", "bot.cli", "serve", "--work-only", *front,
             "--log-level", self.log_level, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE)
+            stdout=asyncio.subprocess.PIPE, pass_fds=fds)
 
     async def _watch(self, slot: int) -> None:
         while not self._stopping:
@@ -150,8 +160,9 @@ def _read_parent(loop: asyncio.AbstractEventLoop, wake: asyncio.Event,
         loop.call_soon_threadsafe(wake.set)
 
 
-async def work_only(settings: Settings, stop: asyncio.Event) -> None:
-    """`brain serve --work-only`: run journal work until the parent goes or a signal comes."""
+async def work_only(settings: Settings, stop: asyncio.Event, listen_fd: int | None) -> None:
+    """`brain serve --work-only`: run journal work (and, given the parent's listening socket,
+    take Slack's requests on it too) until the parent goes or a signal comes."""
     from bot.brain import Brain
     from bot.slack.app import SlackBot
 
@@ -171,15 +182,20 @@ async def work_only(settings: Settings, stop: asyncio.Event) -> None:
             bot.worker.wake()
 
     relaying = asyncio.create_task(relay())
+    runner = None
     try:
         bot.start(scheduler=False)  # the serving process runs the schedulers
-        sys.stdout.buffer.write(READY + b"\n")
-        sys.stdout.buffer.flush()
+        if listen_fd is not None:
+            runner = await bot.serve_on(socket.socket(fileno=listen_fd))
+        with contextlib.suppress(OSError):  # the parent died meanwhile: EOF ends us below
+            os.write(sys.stdout.fileno(), READY + b"\n")
         ended = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(gone.wait())]
         await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
         for task in ended:
             task.cancel()
     finally:
         relaying.cancel()
+        if runner is not None:
+            await runner.cleanup()  # stop taking requests, then finish accepted work
         await bot.close()
         await brain.close()
