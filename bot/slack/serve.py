@@ -40,7 +40,11 @@ class Stopped(Exception):
 
 def check_serve_settings(settings: Settings, *, http: bool) -> None:
     missing = []
-    if not settings.slack_bot_token:
+    if settings.oauth and not http:
+        raise ServeError("cannot start: many workspaces (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, "
+                         "SLACK_STATE_SECRET) need HTTP mode for the install pages: "
+                         "`brain serve --http`.")
+    if not settings.slack_bot_token and not settings.oauth:
         missing.append("SLACK_BOT_TOKEN (the Bot User OAuth Token, xoxb-...)")
     if http and not settings.slack_signing_secret:
         missing.append("SLACK_SIGNING_SECRET for HTTP mode (Basic Information > App "
@@ -145,13 +149,15 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int) -> None
     check_serve_settings(settings, http=http)
     stop = _stop_event()
     try:
+        # many workspaces without a home token: each workspace's token is in the database
         accepted = await _unless_stopped(stop, _check_tokens(
-            settings, None if http else settings.slack_app_token))
+            settings, None if http else settings.slack_app_token)) \
+            if settings.slack_bot_token else False
         brain = await _unless_stopped(stop, Brain.start(settings))
     except Stopped:
         return
     brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
-    if accepted:  # the token works: an earlier uninstall is over
+    if accepted and not settings.oauth:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds))

@@ -7,8 +7,11 @@ it (so a job that runs again does not repeat it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlparse
 
@@ -19,11 +22,13 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
+from bot.people import slack_user, team_of
 from bot.slack import cards, feedback, shared_files, web
 from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
+from bot.slack.installs import NotInstalled
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
@@ -37,11 +42,17 @@ log = logging.getLogger(__name__)
 MAX_UNDO = 20  # changes one Undo button puts back
 
 
+TokenFor = Callable[[str | None], Awaitable[str | None]]
+
+
 class SlackWork:
-    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings) -> None:
+    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings, *,
+                 token_for: TokenFor | None = None) -> None:
         self.brain = brain
         self.client = client
         self.settings = settings
+        # many workspaces: each job answers with its workspace's token (bot/slack/installs.py)
+        self.token_for = token_for
         self.home = HomeWork(brain, client, settings, self.user_tz)
         self.saves = SaveWork(brain, client, settings, self.home.refresh)
         self.reminders = ReminderWork(brain, client, self.home.refresh)
@@ -52,7 +63,32 @@ class SlackWork:
             JobKind.THREAD_STARTED: self.thread_started, JobKind.OPEN_NOTE: self.open_note,
             **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
-        return {kind: _with_origin(self.brain, handler) for kind, handler in handlers.items()}
+        return {kind: self._in_workspace(_with_origin(self.brain, handler))
+                for kind, handler in handlers.items()}
+
+    def _in_workspace(self, handler: Handler) -> Handler:
+        """With many workspaces, the job's Slack calls use its workspace's token; a job of a
+        workspace that uninstalled the app ends without a word (nothing can reach it)."""
+        token_for = self.token_for
+        if token_for is None:
+            return handler
+
+        async def run(job: JobContext) -> None:
+            p = job.job.payload if isinstance(job.job.payload, dict) else {}
+            try:
+                token = await token_for(p.get("team") or team_of(job.job.user_id))
+            except NotInstalled as exc:
+                log.warning("job %s dropped: %s", job.job.id, exc)
+                return
+            with web.acting_for(token):
+                await handler(job)
+        return run
+
+    async def acting_for(self, person: str) -> AbstractContextManager[None]:
+        """The Slack calls of scheduled work for `person` (a digest) in their workspace."""
+        if self.token_for is None:
+            return contextlib.nullcontext()
+        return web.acting_for(await self.token_for(team_of(person)))
 
     # -- a message -------------------------------------------------------------------------
 
@@ -72,8 +108,8 @@ class SlackWork:
             shared = await shared_files.files_download(
                 self.client.token or "", self.settings.slack_api_url, p["files"],
                 int(self.settings.max_file_mb * 2**20))
-        stream = ReplyStream(self.client, job, channel=channel, thread_ts=thread_ts, user=user,
-                             team=p.get("team"))
+        stream = ReplyStream(self.client, job, channel=channel, thread_ts=thread_ts,
+                             user=slack_user(user), team=p.get("team"))
         try:
             result = await self.brain.turns.handle(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
@@ -172,7 +208,7 @@ class SlackWork:
         if owner != press["user"]:
             log.info("button %s on %s by %s refused: not the owner", press["action_id"],
                      entry_id, press["user"])
-            who = f"<@{owner}>" if owner else "its owner"
+            who = f"<@{slack_user(owner)}>" if owner else "its owner"
             await self._tell(press, f"Only {who} can change this note; nothing was changed.",
                              escape=False)
             return
@@ -289,7 +325,8 @@ class SlackWork:
     async def user_tz(self, user_id: str) -> str | None:
         """The user's Slack time zone (users.info), for scheduling in their own morning."""
         try:
-            info = await self.client.users_info(user=user_id)
+            with await self.acting_for(user_id):  # also called by the reminder scheduler
+                info = await self.client.users_info(user=slack_user(user_id))
             tz = (info.get("user") or {}).get("tz")
             return str(tz) if tz else None
         except Exception as exc:  # a missing scope or a network error: fall back, say so
@@ -304,8 +341,14 @@ class SlackWork:
         digest = await self.brain.digests.make(user_id=sub.user_id, kind=sub.kind,
                                          today=slot.date(), tz=sub.tz)
         msg = cards.digest_message(digest)
-        await self.client.chat_postMessage(channel=sub.channel or sub.user_id, text=msg.text,
-                                           blocks=msg.blocks)
+        try:
+            workspace = await self.acting_for(sub.user_id)
+        except NotInstalled as exc:
+            log.info("digest for %s not sent: %s", sub.user_id, exc)
+            return
+        with workspace:
+            await self.client.chat_postMessage(channel=sub.channel or slack_user(sub.user_id),
+                                               text=msg.text, blocks=msg.blocks)
 
     # -- when a job fails for good ------------------------------------------------------------
 
