@@ -44,10 +44,12 @@ HEALTH_PATH = "/health"
 
 class _NoTokenSkippedWarning(logging.Filter):
     """Bolt warns that SLACK_BOT_TOKEN is unused when a client is given; we give the client
-    (for SLACK_API_URL and the retry handler) built from that very token."""
+    (for SLACK_API_URL and the retry handler) built from that very token. With many
+    workspaces it warns the token is ignored: the home workspace's authorize uses it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "will be unused" not in record.getMessage()
+        message = record.getMessage()
+        return "will be unused" not in message and "will be ignored" not in message
 
 
 class _OneLineConnectFailures(logging.Filter):

@@ -183,7 +183,8 @@ class Installs:
         log.info("installed in workspace %s", team)
         if team:
             await self.brain.accounts.installed(team)
-            await self.brain.people.key(team, args.installation.user_id)  # may become home
+            await self.home_bot()  # SLACK_BOT_TOKEN's workspace is home, if there is one
+            await self.brain.people.key(team, args.installation.user_id)  # else maybe this
         cookie = self.flow.settings.state_utils.build_set_cookie_for_deletion()
         return BoltResponse(status=200, body=_page(
             "Installed", f"Second Brain is installed in {name}. DM it a thought in Slack."),
