@@ -57,14 +57,17 @@ async def test_add_to_slack_in_a_browser_stores_the_installation(tmp_path: Path)
         assert installed.bot_user_id == OTHER.bot_user_id
 
 async def test_a_callback_without_our_state_installs_nothing(tmp_path: Path) -> None:
-    """A redirect that did not start at our install page (no cookie, a state we never signed)
-    is refused, and nothing is stored."""
+    """A redirect that did not start at our install page is refused, and nothing is stored:
+    without the state cookie (another browser), and with a state we never signed."""
     async with many_workspaces(tmp_path) as slack:
-
         url = f"{slack.send.base_url}/slack/oauth_redirect?code=code-1&state=forged.abc"
-        async with aiohttp.ClientSession() as browser, browser.get(url) as landed:
-            text = await landed.text()
-        assert "Not installed" in text
+        async with aiohttp.ClientSession() as browser:
+            async with browser.get(url) as landed:
+                assert "invalid_browser" in await landed.text()
+            async with browser.get(url, headers={
+                    "Cookie": "slack-app-oauth-state=forged.abc"}) as landed:
+                text = await landed.text()
+        assert "Not installed" in text and "invalid_state" in text
         assert not slack.fake.calls_to("oauth.v2.access")
         assert await slack.bot.installs.store.async_find_installation(
             enterprise_id=None, team_id=OTHER.team_id) is None

@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import USER, payload, vault_files
-from tests.e2e.workspaces import HOME, OTHER, dm_from, install, many_workspaces
+from tests.e2e.workspaces import HOME, OAUTH, OTHER, dm_from, install, many_workspaces
 
 DM2 = "D0SBDM002"  # the person's DM with the bot in the second workspace
 
@@ -146,3 +148,22 @@ async def test_work_outside_a_request_refreshes_the_token_too(tmp_path: Path) ->
         assert await slack.bot.installs.token_for(OTHER.team_id) == token  # no second refresh
         assert len(slack.fake.calls_to("oauth.v2.access")) == 2  # the install, one refresh
         assert await slack.bot.installs.token_for(HOME) is None  # SLACK_BOT_TOKEN's own
+
+
+def test_serve_with_many_workspaces_needs_http_not_a_bot_token(tmp_path: Path) -> None:
+    from bot.config import Settings
+    from bot.slack.doctor import token_checks
+    from bot.slack.serve import ServeError, check_serve_settings
+
+    settings = Settings(_env_file=None, BRAIN_DATA_DIR=str(tmp_path),  # type: ignore[call-arg]
+                        SLACK_SIGNING_SECRET="secret", **OAUTH)
+    assert settings.oauth and not settings.slack_bot_token
+    check_serve_settings(settings, http=True)  # each workspace's token is in the database
+    with pytest.raises(ServeError, match="brain serve --http"):
+        check_serve_settings(settings, http=False)
+    assert all(c.ok for c in token_checks(settings))  # `brain doctor` does not ask for one
+    one = Settings(_env_file=None, BRAIN_DATA_DIR=str(tmp_path),  # type: ignore[call-arg]
+                   SLACK_SIGNING_SECRET="secret", SLACK_CLIENT_ID="1.2")
+    assert not one.oauth  # all three, or one workspace as before
+    with pytest.raises(ServeError, match="SLACK_BOT_TOKEN"):
+        check_serve_settings(one, http=True)
