@@ -17,10 +17,13 @@ without them nothing here is made and the bot runs on SLACK_BOT_TOKEN as before.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import html
 import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urljoin
 
@@ -48,7 +51,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.slack.web import api_base_url
+from bot.jobs import Handler, JobContext
+from bot.people import team_of
+from bot.slack.web import acting_for, api_base_url
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +65,47 @@ BOT_SCOPES = ("app_mentions:read", "assistant:write", "channels:history", "chat:
               "reactions:read", "users:read")
 ROTATE_MINUTES = 120  # a rotating token is refreshed this long before it expires (Bolt's)
 
+TokenFor = Callable[[str | None], Awaitable[str | None]]
+
+
 class NotInstalled(Exception):
     """The workspace has no installation (it uninstalled the app): nothing is sent there."""
+
+
+class Workspaces:
+    """Where a job's Slack calls go: with `token_for` (many workspaces: `Installs.token_for`)
+    its workspace's token (`web.acting_for`), else the client's own, as before."""
+
+    def __init__(self, token_for: TokenFor | None) -> None:
+        self.token_for = token_for
+
+    async def of_person(self, person: str) -> AbstractContextManager[None]:
+        """The workspace of `person` (scheduled work: a digest, a time zone lookup)."""
+        if self.token_for is None:
+            return contextlib.nullcontext()
+        return acting_for(await self.token_for(team_of(person)))
+
+    async def of_job(self, job: JobContext) -> AbstractContextManager[None]:
+        if self.token_for is None:
+            return contextlib.nullcontext()
+        p = job.job.payload if isinstance(job.job.payload, dict) else {}
+        return acting_for(await self.token_for(p.get("team") or team_of(job.job.user_id)))
+
+    def wrap(self, handler: Handler) -> Handler:
+        """`handler` run in its job's workspace; a job of a workspace that uninstalled the
+        app ends without a word (nothing can reach it)."""
+        if self.token_for is None:
+            return handler
+
+        async def run(job: JobContext) -> None:
+            try:
+                workspace = await self.of_job(job)
+            except NotInstalled as exc:
+                log.warning("job %s dropped: %s", job.job.id, exc)
+                return
+            with workspace:
+                await handler(job)
+        return run
 
 
 class SignedStates(AsyncOAuthStateStore):

@@ -7,11 +7,8 @@ it (so a job that runs again does not repeat it).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlparse
 
@@ -22,13 +19,13 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
-from bot.people import slack_user, team_of
+from bot.people import slack_user
 from bot.slack import cards, feedback, shared_files, web
 from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
-from bot.slack.installs import NotInstalled
+from bot.slack.installs import NotInstalled, TokenFor, Workspaces
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
@@ -42,9 +39,6 @@ log = logging.getLogger(__name__)
 MAX_UNDO = 20  # changes one Undo button puts back
 
 
-TokenFor = Callable[[str | None], Awaitable[str | None]]
-
-
 class SlackWork:
     def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings, *,
                  token_for: TokenFor | None = None) -> None:
@@ -52,7 +46,7 @@ class SlackWork:
         self.client = client
         self.settings = settings
         # many workspaces: each job answers with its workspace's token (bot/slack/installs.py)
-        self.token_for = token_for
+        self.workspaces = Workspaces(token_for)
         self.home = HomeWork(brain, client, settings, self.user_tz)
         self.saves = SaveWork(brain, client, settings, self.home.refresh)
         self.reminders = ReminderWork(brain, client, self.home.refresh)
@@ -63,32 +57,8 @@ class SlackWork:
             JobKind.THREAD_STARTED: self.thread_started, JobKind.OPEN_NOTE: self.open_note,
             **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
-        return {kind: self._in_workspace(_with_origin(self.brain, handler))
+        return {kind: self.workspaces.wrap(_with_origin(self.brain, handler))
                 for kind, handler in handlers.items()}
-
-    def _in_workspace(self, handler: Handler) -> Handler:
-        """With many workspaces, the job's Slack calls use its workspace's token; a job of a
-        workspace that uninstalled the app ends without a word (nothing can reach it)."""
-        token_for = self.token_for
-        if token_for is None:
-            return handler
-
-        async def run(job: JobContext) -> None:
-            p = job.job.payload if isinstance(job.job.payload, dict) else {}
-            try:
-                token = await token_for(p.get("team") or team_of(job.job.user_id))
-            except NotInstalled as exc:
-                log.warning("job %s dropped: %s", job.job.id, exc)
-                return
-            with web.acting_for(token):
-                await handler(job)
-        return run
-
-    async def acting_for(self, person: str) -> AbstractContextManager[None]:
-        """The Slack calls of scheduled work for `person` (a digest) in their workspace."""
-        if self.token_for is None:
-            return contextlib.nullcontext()
-        return web.acting_for(await self.token_for(team_of(person)))
 
     # -- a message -------------------------------------------------------------------------
 
@@ -325,7 +295,7 @@ class SlackWork:
     async def user_tz(self, user_id: str) -> str | None:
         """The user's Slack time zone (users.info), for scheduling in their own morning."""
         try:
-            with await self.acting_for(user_id):  # also called by the reminder scheduler
+            with await self.workspaces.of_person(user_id):  # the reminder scheduler's too
                 info = await self.client.users_info(user=slack_user(user_id))
             tz = (info.get("user") or {}).get("tz")
             return str(tz) if tz else None
@@ -342,7 +312,7 @@ class SlackWork:
                                          today=slot.date(), tz=sub.tz)
         msg = cards.digest_message(digest)
         try:
-            workspace = await self.acting_for(sub.user_id)
+            workspace = await self.workspaces.of_person(sub.user_id)
         except NotInstalled as exc:
             log.info("digest for %s not sent: %s", sub.user_id, exc)
             return
@@ -353,10 +323,19 @@ class SlackWork:
     # -- when a job fails for good ------------------------------------------------------------
 
     async def give_up(self, job: JobContext, reason: str) -> None:
-        """Tell the user plainly; the message they sent is in the journal (and, for a thought,
-        the turn's rescue already put it in the inbox when the turn itself ran)."""
+        """Tell the user plainly, in the job's workspace; the message they sent is in the
+        journal (and, for a thought, the turn's rescue already put it in the inbox when the
+        turn itself ran)."""
         ref = cards.new_ref()
         log.error("job %s given up (ref %s): %s", job.job.id, ref, reason)
+        try:
+            workspace = await self.workspaces.of_job(job)
+        except NotInstalled:
+            return  # nothing can reach a workspace that uninstalled the app
+        with workspace:
+            await self._tell_given_up(job, ref)
+
+    async def _tell_given_up(self, job: JobContext, ref: str) -> None:
         p = job.job.payload
         msg = cards.error_message(ref, "I could not finish this; please send it again.")
         if job.job.kind == JobKind.TURN:
