@@ -6,12 +6,13 @@ rotating token is refreshed before it is used. Nothing of ours is patched."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.fake_slack import FakeSlack
-from tests.e2e.slack_harness import USER, payload, vault_files
+from tests.e2e.slack_harness import USER, home_opened, payload, vault_files
 from tests.e2e.workspaces import HOME, OAUTH, OTHER, dm_from, install, many_workspaces
 
 DM2 = "D0SBDM002"  # the person's DM with the bot in the second workspace
@@ -167,3 +168,28 @@ def test_serve_with_many_workspaces_needs_http_not_a_bot_token(tmp_path: Path) -
     assert not one.oauth  # all three, or one workspace as before
     with pytest.raises(ServeError, match="SLACK_BOT_TOKEN"):
         check_serve_settings(one, http=True)
+
+
+async def test_the_home_tab_of_a_second_workspace_shows_that_persons_notes(
+        tmp_path: Path) -> None:
+    """Back to Slack a person key becomes the plain user id again, in its own workspace."""
+    async with many_workspaces(tmp_path) as slack:
+        await install(slack)
+        other_token = next(t for t, team in slack.fake.oauth.team_of.items()
+                           if team == OTHER.team_id)
+        await slack.send.event(dm_from(HOME, "Call the dentist about the crown",
+                                       ts="1767261600.000100", event_id="Ev0SBW00031"))
+        await slack.send.event(dm_from(OTHER.team_id, "Idea: a podcast about lighthouses",
+                                       ts="1767261700.000100", event_id="Ev0SBW00032",
+                                       channel=DM2))
+        await slack.fake.wait_for("chat.postMessage", 2)
+        await slack.settle()
+        opened = home_opened(event_id="Ev0SBW00033")
+        opened["team_id"] = OTHER.team_id
+        await slack.send.event(opened)
+        published = await slack.fake.wait_for("views.publish", 1)
+        await slack.settle()
+        call = published[-1]
+        assert call.body["user_id"] == USER and call.token == other_token
+        shown = json.dumps(call.body["view"])
+        assert "lighthouses" in shown and "dentist" not in shown
