@@ -138,7 +138,12 @@ class Accounts:
         return Footprint(user_id, root, len(files), rows)
 
     async def prune(self, now: datetime | None = None) -> dict[str, int]:
-        """Delete what is older than the retention period (nothing when it is 0)."""
+        """Delete what is older than the retention period (nothing when it is 0), and OAuth
+        states of installs that were never finished (many workspaces)."""
+        if self.core.settings.oauth:
+            async with self.core.db.session() as s:
+                await slack_state.prune_oauth_states(s, now or datetime.now(UTC))
+                await s.commit()
         days = self.core.settings.retention_days
         if days <= 0:
             return {}

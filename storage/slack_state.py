@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import DateTime, column, delete, select, table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -155,6 +155,19 @@ async def claim_home_team(s: AsyncSession, team_id: str) -> str:
             raise
         return again
     return team_id
+
+
+# slack_sdk's OAuth state store keeps this table (migration 0010) and deletes a state only
+# when it is used; an abandoned install leaves its row behind.
+_OAUTH_STATES = table("slack_oauth_states", column("expire_at", DateTime))
+
+
+async def prune_oauth_states(s: AsyncSession, now: datetime) -> int:
+    """Delete the OAuth states that expired before `now` (the store keeps naive UTC)."""
+    aware(now, "now")
+    cutoff = now.astimezone(UTC).replace(tzinfo=None)
+    result = await s.execute(delete(_OAUTH_STATES).where(_OAUTH_STATES.c.expire_at < cutoff))
+    return rowcount(result)
 
 
 async def slack_users_with_captures(s: AsyncSession) -> list[str]:

@@ -363,9 +363,10 @@ class FakeSlack:
         return web.Response(text="ok")
 
 
-async def _main(port: int, delay: float) -> None:
+async def _main(port: int, delay: float, redirect_url: str | None = None) -> None:
     fake = await FakeSlack().start(port=port)
     fake.delay = delay
+    fake.oauth.redirect_url = redirect_url
     print(f"fake Slack Web API at {fake.api_url}", flush=True)
     await asyncio.Event().wait()
 
@@ -374,5 +375,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8901)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--oauth-redirect", help="the app's registered OAuth redirect URL, "
+                        "e.g. http://127.0.0.1:3000/slack/oauth_redirect")
     ns = parser.parse_args()
-    asyncio.run(_main(ns.port, ns.delay))
+    asyncio.run(_main(ns.port, ns.delay, ns.oauth_redirect))

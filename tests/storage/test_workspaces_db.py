@@ -4,9 +4,10 @@ the home workspace (first claim wins); pending work cancelled for one workspace'
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from storage import journal, slack_state
 from storage.db import Database
@@ -66,5 +67,25 @@ async def test_pending_work_is_cancelled_for_one_workspace(tmp_path: Path) -> No
             await s.commit()
         async with db.session() as s:
             assert await journal.cancel_pending(s, "gone") == 1  # the third's job was left
+    finally:
+        await db.close()
+
+
+async def test_expired_oauth_states_are_pruned(tmp_path: Path) -> None:
+    db = await Database.open(fresh_url(tmp_path))
+    try:
+        now = datetime.now(UTC)
+        async with db.engine.begin() as conn:
+            for n, minutes in enumerate((-30, 30)):  # naive UTC, as slack_sdk writes them
+                await conn.execute(text(
+                    "INSERT INTO slack_oauth_states (state, expire_at) VALUES (:s, :e)"),
+                    {"s": f"state-{n}", "e": (now + timedelta(minutes=minutes)).replace(
+                        tzinfo=None)})
+        async with db.session() as s:
+            assert await slack_state.prune_oauth_states(s, now) == 1
+            await s.commit()
+        async with db.engine.connect() as conn:
+            left = (await conn.execute(text("SELECT state FROM slack_oauth_states"))).all()
+        assert [r[0] for r in left] == ["state-1"]
     finally:
         await db.close()
