@@ -3,7 +3,8 @@ OAuth-state stores on our database, each workspace's bot token (refreshed when i
 and forgetting a workspace that uninstalled the app.
 
 On only with SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET (`Settings.oauth`);
-without them nothing here is made and the bot runs on SLACK_BOT_TOKEN as before.
+without them no `Installs` is made, `Workspaces` passes every job through untouched, and the
+bot runs on SLACK_BOT_TOKEN as before.
 
 - The stores are slack_sdk's `AsyncSQLAlchemyInstallationStore` and
   `AsyncSQLAlchemyOAuthStateStore` on the Brain's own engine (their tables come from migration
