@@ -20,8 +20,10 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from bot.core import Core
+from bot.people import People
 from storage import journal, slack_state, user_data
 
 log = logging.getLogger(__name__)
@@ -51,8 +53,9 @@ def _vault_files(root: Path) -> list[Path]:
 
 
 class Accounts:
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, people: People | None = None) -> None:
         self.core = core
+        self.people = people or People(core)
 
     def _vault(self, user_id: str) -> Path:
         return Path(self.core.store_for(user_id).vault.root)
@@ -135,7 +138,12 @@ class Accounts:
         return Footprint(user_id, root, len(files), rows)
 
     async def prune(self, now: datetime | None = None) -> dict[str, int]:
-        """Delete what is older than the retention period (nothing when it is 0)."""
+        """Delete what is older than the retention period (nothing when it is 0), and OAuth
+        states of installs that were never finished (many workspaces)."""
+        if self.core.settings.oauth:
+            async with self.core.db.session() as s:
+                await slack_state.prune_oauth_states(s, now or datetime.now(UTC))
+                await s.commit()
         days = self.core.settings.retention_days
         if days <= 0:
             return {}
@@ -150,19 +158,28 @@ class Accounts:
     # -- the workspace and its people ------------------------------------------------------
 
     async def uninstalled(self, team_id: str) -> int:
-        """The app was uninstalled: pending work is cancelled, schedules stop; data stays."""
+        """The app was uninstalled: pending work is cancelled, schedules stop; data stays.
+        With many workspaces, only that workspace's people are stopped."""
+        scope: dict[str, Any] = {}
+        if self.people.many:
+            home = await self.people.home()
+            scope = {"plain": True} if team_id == home else {"prefix": f"{team_id}-"}
         async with self.core.db.session() as s:
             await slack_state.set_uninstalled(s, team_id, True)
-            cancelled = await journal.cancel_pending(s, "the app was uninstalled")
+            cancelled = await journal.cancel_pending(s, "the app was uninstalled", **scope)
             await s.commit()
         log.warning("the app was uninstalled from %s: %d pending job(s) cancelled, schedules "
                     "stopped; all data is kept", team_id, cancelled)
         return cancelled
 
-    async def installed(self) -> None:
-        """The bot token works (auth.test passed at start): the app is installed again."""
+    async def installed(self, team_id: str | None = None) -> None:
+        """The bot token works (auth.test passed at start), or workspace `team_id` installed
+        the app (OAuth): the app is installed again there."""
         async with self.core.db.session() as s:
-            cleared = await slack_state.clear_uninstalled(s)
+            if team_id is None:
+                cleared = await slack_state.clear_uninstalled(s)
+            else:
+                cleared = int(await slack_state.set_uninstalled(s, team_id, False))
             await s.commit()
         if cleared:
             log.info("the app is installed again; schedules resume")
@@ -194,7 +211,9 @@ class Accounts:
 
     async def stopped_for(self, user_id: str) -> bool:
         """Should scheduled messages to this person wait (uninstalled, or paused)?"""
+        team = await self.people.team(user_id) if self.people.many else None
         async with self.core.db.session() as s:
-            if await slack_state.uninstalled_teams(s):
+            gone = await slack_state.uninstalled_teams(s)
+            if gone and (team is None or team in gone):  # one workspace: any uninstall
                 return True
             return user_id in await slack_state.paused_users(s)

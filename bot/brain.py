@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.config import Settings
 from bot.core import Core
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from bot.index_keeper import IndexKeeper
     from bot.jobs import JobQueue
     from bot.llm.types import Provider
+    from bot.people import People
     from bot.reminders import Reminders
     from bot.saving import Saver
     from bot.tool_calls import ToolCalls
@@ -86,6 +87,12 @@ class Brain:
         """The configured model, made on first use (ValueError: a configuration that cannot
         be used, said in words)."""
         return self.core.provider
+
+    @property
+    def database_engine(self) -> Any:
+        """The database's async engine, for slack_sdk's SQLAlchemy installation and OAuth
+        state stores (bot/slack/installs.py); nothing else uses SQL outside storage."""
+        return self.core.db.engine
 
     @property
     def offline(self) -> bool:
@@ -174,7 +181,14 @@ class Brain:
         """Export, forget, retention, uninstall and revocation (bot/accounts.py)."""
         from bot.accounts import Accounts
 
-        return Accounts(self.core)
+        return Accounts(self.core, self.people)
+
+    @cached_property
+    def people(self) -> People:
+        """Person keys of Slack people, the home workspace (bot/people.py)."""
+        from bot.people import People
+
+        return People(self.core)
 
 
 def clean_vault_temp(root: Path) -> list[str]:

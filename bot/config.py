@@ -19,6 +19,13 @@ class Settings(BaseSettings):
     slack_app_token: str | None = Field(default=None, alias="SLACK_APP_TOKEN")
     slack_signing_secret: str | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_api_url: str | None = Field(default=None, alias="SLACK_API_URL")
+    # Many workspaces (OAuth): with all three set, `brain serve --http` serves
+    # /slack/install and /slack/oauth_redirect and answers each workspace with its own token.
+    slack_client_id: str | None = Field(default=None, alias="SLACK_CLIENT_ID")
+    slack_client_secret: str | None = Field(default=None, alias="SLACK_CLIENT_SECRET",
+                                            repr=False)
+    slack_state_secret: str | None = Field(default=None, alias="SLACK_STATE_SECRET",
+                                           repr=False)
 
     data_dir: Path = Field(default=Path("./brain-data"), alias="BRAIN_DATA_DIR")
     vault_dir: Path | None = Field(default=None, alias="BRAIN_VAULT_DIR")
@@ -86,6 +93,12 @@ class Settings(BaseSettings):
                 and 0 <= int(hour) <= 23 and 0 <= int(minute) <= 59):
             raise ValueError("BRAIN_REMINDER_TIME must be HH:MM, e.g. 08:00")
         return f"{int(hour):02d}:{minute}"
+
+    @property
+    def oauth(self) -> bool:
+        """Many workspaces: SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET set."""
+        return bool(self.slack_client_id and self.slack_client_secret
+                    and self.slack_state_secret)
 
     @property
     def vault_root(self) -> Path:

@@ -284,15 +284,22 @@ async def prune(s: AsyncSession, older_than: datetime) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-async def cancel_pending(s: AsyncSession, reason: str, user_ids: list[str] | None = None) -> int:
-    """Fail the pending jobs (of these users, or all): the app was uninstalled or a token
-    revoked, so the work can no longer be done. Running jobs end on their own."""
+async def cancel_pending(s: AsyncSession, reason: str, user_ids: list[str] | None = None,
+                         *, prefix: str | None = None, plain: bool = False) -> int:
+    """Fail the pending jobs (of these users, or all; of owners whose key starts with
+    `prefix`; with `plain`, of owners whose key has no `-`: a workspace's people, see
+    bot/people.py): the app was uninstalled or a token revoked, so the work can no longer be
+    done. Running jobs end on their own."""
     now = utcnow()
     query = update(Job).where(Job.state == "pending")
     if user_ids is not None:
         if not user_ids:
             return 0
         query = query.where(Job.user_id.in_(user_ids))
+    if prefix is not None:
+        query = query.where(Job.user_id.startswith(prefix, autoescape=True))
+    if plain:
+        query = query.where(~Job.user_id.contains("-", autoescape=True))
     result = await s.execute(query.values(state="failed", error=reason, lease_owner=None,
                                           lease_until=None, finished_at=now, updated_at=now)
                              .execution_options(synchronize_session=False))

@@ -276,6 +276,17 @@ class SlackTeam(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class SlackHome(Base):
+    """The home workspace (migration 0010): its people's person keys are their plain Slack
+    user ids (bot/people.py). One row at most (id 1); the first claim wins."""
+
+    __tablename__ = "slack_home"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    team_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 CORE_TABLES: tuple[str, ...] = (
     "conversations", "turns", "messages", "tool_runs", "captures", "processed_events",
     "digest_subscriptions", "jobs", "reminders", "slack_users", "slack_teams",

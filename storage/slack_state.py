@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import DateTime, column, delete, select, table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
-from storage.models import Capture, Reminder, SlackTeam, SlackUser, utcnow
+from storage.models import Capture, Reminder, SlackHome, SlackTeam, SlackUser, utcnow
 from storage.repositories.common import aware, not_empty, rowcount
 
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-# Slack user ids (U..., W... on Enterprise Grid); CLI users such as "local" are not Slack's.
-SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,63}$")
+# Slack people: a Slack user id (U..., W... on Enterprise Grid), or the person key of someone
+# of another workspace (`T123-U456`, bot/people.py); CLI users such as "local" are not Slack's.
+SLACK_USER = re.compile(r"^(?:[TE][A-Z0-9]{2,31}-)?[UW][A-Z0-9]{2,63}$")
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,43 @@ async def clear_uninstalled(s: AsyncSession) -> int:
     for team in teams:
         await set_uninstalled(s, team, False)
     return len(teams)
+
+
+async def home_team(s: AsyncSession) -> str | None:
+    """The home workspace (migration 0010), None until one is claimed."""
+    row = await s.get(SlackHome, 1, populate_existing=True)
+    return row.team_id if row is not None else None
+
+
+async def claim_home_team(s: AsyncSession, team_id: str) -> str:
+    """Make `team_id` the home workspace unless one is already: returns the home workspace
+    (the first claim wins, across processes). The caller commits."""
+    not_empty(team_id, "team_id")
+    found = await home_team(s)
+    if found is not None:
+        return found
+    try:
+        async with s.begin_nested():
+            s.add(SlackHome(id=1, team_id=team_id, created_at=utcnow()))
+    except IntegrityError:  # another process claimed it between the read and the insert
+        again = await home_team(s)
+        if again is None:
+            raise
+        return again
+    return team_id
+
+
+# slack_sdk's OAuth state store keeps this table (migration 0010) and deletes a state only
+# when it is used; an abandoned install leaves its row behind.
+_OAUTH_STATES = table("slack_oauth_states", column("expire_at", DateTime))
+
+
+async def prune_oauth_states(s: AsyncSession, now: datetime) -> int:
+    """Delete the OAuth states that expired before `now` (the store keeps naive UTC)."""
+    aware(now, "now")
+    cutoff = now.astimezone(UTC).replace(tzinfo=None)
+    result = await s.execute(delete(_OAUTH_STATES).where(_OAUTH_STATES.c.expire_at < cutoff))
+    return rowcount(result)
 
 
 async def slack_users_with_captures(s: AsyncSession) -> list[str]:

@@ -119,7 +119,7 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 def _slack_configured(settings: Settings) -> bool:
     return any((settings.slack_bot_token, settings.slack_app_token,
-                settings.slack_signing_secret))
+                settings.slack_signing_secret, settings.oauth))
 
 
 async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> list[Any]:

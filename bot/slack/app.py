@@ -15,7 +15,7 @@ import statistics
 import time
 from collections import deque
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
@@ -32,6 +32,7 @@ from bot.jobs import LEASE, RETRY_DELAYS, Worker
 from bot.reminders import ReminderScheduler
 from bot.slack import cards, listeners
 from bot.slack.edge import EdgeError, check_request
+from bot.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from bot.slack.intake import Intake, IntakeFailed
 from bot.slack.web import make_client
 from bot.slack.work import SlackWork
@@ -44,10 +45,12 @@ HEALTH_PATH = "/health"
 
 class _NoTokenSkippedWarning(logging.Filter):
     """Bolt warns that SLACK_BOT_TOKEN is unused when a client is given; we give the client
-    (for SLACK_API_URL and the retry handler) built from that very token."""
+    (for SLACK_API_URL and the retry handler) built from that very token. With many
+    workspaces it warns the token is ignored: the home workspace's authorize uses it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "will be unused" not in record.getMessage()
+        message = record.getMessage()
+        return "will be unused" not in message and "will be ignored" not in message
 
 
 class _OneLineConnectFailures(logging.Filter):
@@ -92,6 +95,10 @@ class SlackBot:
         self._session = aiohttp.ClientSession() if client is None else None
         self.client = client or make_client(settings, session=self._session)
         self.ack_ms: deque[float] = deque(maxlen=1000)  # recent request->response times
+        # Many workspaces (OAuth settings): the install pages, and each workspace's token.
+        self.installs = Installs(brain, settings, self.client) if settings.oauth else None
+        oauth: dict[str, Any] = {} if self.installs is None else {
+            "oauth_flow": self.installs.flow, "authorize": self.installs.authorize}
         self.app = AsyncApp(
             client=self.client,
             logger=bolt_log,
@@ -100,15 +107,19 @@ class SlackBot:
             process_before_response=True,
             # Unknown requests are acked (200) by our no-op listener, not 404'd.
             raise_error_for_unhandled_request=False,
+            **oauth,
         )
-        self.work = SlackWork(brain, self.client, settings)
+        self.work = SlackWork(brain, self.client, settings,
+                              token_for=self.installs.token_for if self.installs else None)
         self.worker = Worker(brain.jobs, self.work.handlers(), give_up=self.work.give_up,
                              concurrency=concurrency, poll=poll, lease=lease,
                              retry_delays=retry_delays,
                              more=helpers.wake if helpers is not None else None)
-        self.intake = Intake(brain.jobs, self.wake)
+        self.intake = Intake(brain.jobs, self.wake,
+                             person=brain.people.key if self.installs else None)
         listeners.register(self.app, self.intake, brain.conversations.thread_known,
-                           reaction=settings.capture_reaction, accounts=brain.accounts)
+                           reaction=settings.capture_reaction, accounts=brain.accounts,
+                           forget_workspace=self.installs.forget if self.installs else None)
         self.app.error(self._bolt_error)
         self.scheduler: DigestScheduler | None = None
         self.reminder_scheduler: ReminderScheduler | None = None
@@ -192,10 +203,14 @@ class SlackBot:
     # -- HTTP ---------------------------------------------------------------------------------
 
     def web_app(self) -> web.Application:
-        """POST /slack/events (events, interactivity, commands) and GET /health."""
+        """POST /slack/events (events, interactivity, commands) and GET /health; with many
+        workspaces also GET /slack/install and /slack/oauth_redirect."""
         webapp = web.Application()
         webapp.add_routes([web.post(EVENTS_PATH, self._handle_slack),
                            web.get(HEALTH_PATH, self.health)])
+        if self.installs is not None:
+            webapp.add_routes([web.get(INSTALL_PATH, self._install_page),
+                               web.get(REDIRECT_PATH, self._oauth_redirect)])
         return webapp
 
     async def serve_on(self, listener: socket.socket) -> web.AppRunner:
@@ -205,6 +220,20 @@ class SlackBot:
         await runner.setup()
         await web.SockSite(runner, listener).start()
         return runner
+
+    @staticmethod
+    def _bolt_get(request: web.Request) -> AsyncBoltRequest:
+        return AsyncBoltRequest(body="", query=request.query_string,
+                                headers={k: [v] for k, v in request.headers.items()})
+
+    async def _install_page(self, request: web.Request) -> web.StreamResponse:
+        assert self.installs is not None
+        return await to_aiohttp_response(
+            await self.installs.install_page(self._bolt_get(request)))
+
+    async def _oauth_redirect(self, request: web.Request) -> web.StreamResponse:
+        assert self.installs is not None
+        return await to_aiohttp_response(await self.installs.redirect(self._bolt_get(request)))
 
     async def _handle_slack(self, request: web.Request) -> web.StreamResponse:
         """Check the signature on the raw bytes, then the shape, before anything parses them;

@@ -28,7 +28,7 @@ SUGGESTED_PROMPTS: list[dict[str, str]] = [
     {"title": "Find…", "message": "Find my notes about the budget"},
 ]
 
-Take = Callable[[Callable[[], JobSpec], str], Awaitable[bool]]
+Take = Callable[[Callable[[], JobSpec], str, dict[str, Any]], Awaitable[bool]]
 
 
 def register(app: AsyncApp, take: Take, logger: logging.Logger) -> AsyncAssistant:
@@ -36,7 +36,7 @@ def register(app: AsyncApp, take: Take, logger: logging.Logger) -> AsyncAssistan
 
     @assistant.thread_started
     async def started(body: dict[str, Any], event: dict[str, Any]) -> None:
-        await take(lambda: assistant_spec(body, event), "assistant thread")
+        await take(lambda: assistant_spec(body, event), "assistant thread", body)
 
     @assistant.user_message
     async def message(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -44,7 +44,7 @@ def register(app: AsyncApp, take: Take, logger: logging.Logger) -> AsyncAssistan
             return
         text = str(event.get("text") or "").strip()
         if text:
-            await take(lambda: turn_spec(body, event, text), "assistant message")
+            await take(lambda: turn_spec(body, event, text), "assistant message", body)
 
     @assistant.thread_context_changed
     async def context_changed() -> None:

@@ -25,11 +25,17 @@ def token_checks(settings: Settings) -> list[Check]:
     """Presence and shape of the tokens, without a network call."""
     checks: list[Check] = []
     bot = settings.slack_bot_token
-    if not bot:
+    if settings.oauth:
+        checks.append(Check("Slack workspaces", True,
+                            "many workspaces (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, "
+                            "SLACK_STATE_SECRET): each installs from /slack/install of "
+                            "`brain serve --http`" + ("; SLACK_BOT_TOKEN's is the home one"
+                                                      if bot else "")))
+    if not bot and not settings.oauth:
         checks.append(Check("Slack bot token", False, "SLACK_BOT_TOKEN is not set",
                             f"install the app to your workspace ({APP_SETTINGS} > OAuth & "
                             "Permissions) and set SLACK_BOT_TOKEN=xoxb-..."))
-    elif not bot.startswith("xoxb-"):
+    elif bot and not bot.startswith("xoxb-"):
         checks.append(Check("Slack bot token", False, "SLACK_BOT_TOKEN does not start with xoxb-",
                             "use the Bot User OAuth Token, not a user (xoxp-) or app token"))
     app_token = settings.slack_app_token

@@ -17,6 +17,7 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import parse_digest_request
 from bot.jobs import Handler, JobContext, JobKind
+from bot.people import slack_user
 from bot.slack import cards, web
 from bot.slack.home_view import DIGEST_DAILY, DIGEST_WEEKLY, MODEL, UNDO_CHANGE, home_blocks
 from bot.slack.intake import parse_button_value  # the card's buttons: the same values
@@ -50,7 +51,8 @@ class HomeWork:
         if notice:
             blocks = cards.validate_message([cards.context(cards.escape(notice))], "home") \
                 + blocks
-        await self.client.views_publish(user_id=user, view={"type": "home", "blocks": blocks})
+        await self.client.views_publish(user_id=slack_user(user),
+                                        view={"type": "home", "blocks": blocks})
 
     async def refresh(self, user: str) -> None:
         """After a change: republish the Home of someone who has opened it. Never raises."""

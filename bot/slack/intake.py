@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.jobs import JobKind, JobQueue
@@ -73,6 +73,33 @@ class JobSpec:
     user: str
     lane: str
     payload: dict[str, Any]
+
+
+def team_id(body: dict[str, Any]) -> str | None:
+    """The workspace a request comes from (events, interactivity, commands)."""
+    team = body.get("team_id") or body.get("team") or (body.get("user") or {}).get("team_id")
+    if isinstance(team, dict):
+        team = team.get("id")
+    return str(team) if team else None
+
+
+def for_person(spec: JobSpec, person: str, team: str | None) -> JobSpec:
+    """`spec` owned by `person` (the Slack user's person key, bot/people.py): the job's owner,
+    the `user` of its payload (and of a button's press) and the end of its lane, which always
+    ends with the user. The workspace goes with the payload, so the job answers with its
+    token. Unchanged when the key is the plain user id and no workspace is named."""
+    payload = dict(spec.payload)
+    if team:
+        payload["team"] = team
+    if person == spec.user:
+        return spec if payload == spec.payload else replace(spec, payload=payload)
+    if payload.get("user") == spec.user:
+        payload["user"] = person
+    press = payload.get("press")
+    if isinstance(press, dict) and press.get("user") == spec.user:
+        payload["press"] = {**press, "user": person}
+    lane = spec.lane[:-len(spec.user)] + person if spec.lane.endswith(spec.user) else spec.lane
+    return replace(spec, user=person, lane=lane, payload=payload)
 
 
 class Missing(ValueError):
@@ -243,16 +270,29 @@ def parse_button_value(value: str) -> tuple[str, str | None]:
     return data["entry_id"], target
 
 
+PersonKey = Callable[[str | None, str], Awaitable[str]]
+
+
 class Intake:
     """Records jobs (committed before the listener returns, so before the ack) and wakes the
-    local worker. A failure to record raises: Slack gets an error and delivers again."""
+    local worker. A failure to record raises: Slack gets an error and delivers again. With
+    `person` (many workspaces: `brain.people.key`), each job belongs to its Slack user's
+    person key in the workspace it came from."""
 
-    def __init__(self, jobs: JobQueue, wake: Callable[[], None]) -> None:
+    def __init__(self, jobs: JobQueue, wake: Callable[[], None],
+                 person: PersonKey | None = None) -> None:
         self.jobs = jobs
         self.wake = wake
+        self.person = person
 
-    async def take(self, spec: JobSpec) -> bool:
+    async def person_of(self, body: dict[str, Any], user: str) -> str:
+        """The person key of `user` of the workspace `body` comes from."""
+        return user if self.person is None else await self.person(team_id(body), user)
+
+    async def take(self, spec: JobSpec, team: str | None = None) -> bool:
         try:
+            if self.person is not None:
+                spec = for_person(spec, await self.person(team, spec.user), team)
             job_id, new = await self.jobs.record(key=spec.key, kind=spec.kind,
                                                  user_id=spec.user, lane=spec.lane,
                                                  payload=spec.payload)

@@ -49,6 +49,7 @@ from bot.slack.intake import (
     save_spec,
     shared_text,
     strip_mentions,
+    team_id,
     turn_spec,
 )
 from bot.slack.reminder_work import ACTIONS as REMINDER_ACTIONS
@@ -63,14 +64,18 @@ SAVE_SHORTCUT = "save_to_brain"  # the message shortcut's callback_id (manifest.
 
 
 def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
-             reaction: str = "brain", accounts: Accounts | None = None) -> None:
-    async def take(make: Callable[[], JobSpec], what: str) -> bool:
+             reaction: str = "brain", accounts: Accounts | None = None,
+             forget_workspace: Callable[[str], Awaitable[None]] | None = None) -> None:
+    """`forget_workspace` (many workspaces): deletes a workspace's installation when it
+    uninstalls the app or its bot token is revoked."""
+
+    async def take(make: Callable[[], JobSpec], what: str, body: dict[str, Any]) -> bool:
         try:
             spec = make()
         except Missing as exc:
             log.warning("ignored a %s that cannot be handled: %s", what, exc)
             return False
-        return await intake.take(spec)
+        return await intake.take(spec, team_id(body))
 
     @app.event("message")
     async def on_message(event: dict[str, Any], body: dict[str, Any], context: Any) -> None:
@@ -83,7 +88,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         if not text:
             return
         if event.get("channel_type") == "im":
-            await take(lambda: turn_spec(body, event, text), "direct message")
+            await take(lambda: turn_spec(body, event, text), "direct message", body)
             return
         if context.bot_user_id and f"<@{context.bot_user_id}" in text:
             return  # app_mention delivers this one
@@ -91,7 +96,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         channel = event.get("channel")
         if isinstance(thread_ts, str) and isinstance(channel, str) \
                 and await thread_known(channel, thread_ts):
-            await take(lambda: turn_spec(body, event, text), "thread reply")
+            await take(lambda: turn_spec(body, event, text), "thread reply", body)
 
     @app.event("app_mention")
     async def on_mention(event: dict[str, Any], body: dict[str, Any]) -> None:
@@ -99,18 +104,18 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return
         text = strip_mentions(str(event.get("text") or ""))
         if text:
-            await take(lambda: turn_spec(body, event, text), "mention")
+            await take(lambda: turn_spec(body, event, text), "mention", body)
 
     async def on_button(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         if (body.get("container") or {}).get("type") == "view":  # the same buttons on Home
-            await take(lambda: home_action_spec(body, action), "App Home button")
+            await take(lambda: home_action_spec(body, action), "App Home button", body)
         else:
-            await take(lambda: button_spec(body, action), "button press")
+            await take(lambda: button_spec(body, action), "button press", body)
         await ack()
 
     @app.action(re.compile(rf"^{re.escape(OPEN_NOTE_ACTION)}(?::\d+)?$"))
     async def on_open_note(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await take(lambda: open_note_spec(body, action), "source button")
+        await take(lambda: open_note_spec(body, action), "source button", body)
         await ack()
 
     app.action(re.compile(rf"^{re.escape(MOVE_ACTION_PREFIX)}"))(on_button)
@@ -120,7 +125,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
 
     @app.action(re.compile(rf"^{re.escape(HOME_PREFIX)}"))
     async def on_home_control(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
-        await take(lambda: home_action_spec(body, action), "App Home control")
+        await take(lambda: home_action_spec(body, action), "App Home control", body)
         await ack()
 
     @app.action(re.compile("^(" + "|".join(REMINDER_ACTIONS) + ")$"))
@@ -128,12 +133,12 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         def spec() -> JobSpec:
             press = button_spec(body, action)
             return replace(press, kind=JobKind.REMINDER_BUTTON, lane=f"reminder:{press.user}")
-        await take(spec, "reminder button")
+        await take(spec, "reminder button", body)
         await ack()
 
     @app.message_shortcut(SAVE_SHORTCUT)
     async def on_save(ack: Ack, body: dict[str, Any]) -> None:
-        await take(lambda: save_spec(body), "Save to brain")
+        await take(lambda: save_spec(body), "Save to brain", body)
         await ack()
 
     @app.event("reaction_added")
@@ -143,14 +148,14 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return
         if context.bot_user_id and event.get("item_user") == context.bot_user_id:
             return  # the bot's own reply: already the brain's words
-        await take(lambda: reaction_spec(body, event), "capture reaction")
+        await take(lambda: reaction_spec(body, event), "capture reaction", body)
 
     @app.event("app_home_opened")
     async def on_home(event: dict[str, Any], body: dict[str, Any]) -> None:
         if event.get("tab") == "home":
-            await take(lambda: home_spec(body, event), "App Home")
+            await take(lambda: home_spec(body, event), "App Home", body)
         elif event.get("tab") == "messages":  # agent messaging: where a conversation starts
-            await take(lambda: messages_tab_spec(body, event), "Messages tab")
+            await take(lambda: messages_tab_spec(body, event), "Messages tab", body)
 
     assistant.register(app, take, log)
 
@@ -159,6 +164,8 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         log.warning("app_uninstalled from %s", body.get("team_id"))
         if accounts is not None:
             await accounts.uninstalled(str(body.get("team_id") or "unknown"))
+        if forget_workspace is not None and body.get("team_id"):
+            await forget_workspace(str(body["team_id"]))
 
     @app.event("tokens_revoked")
     async def on_revoked(event: dict[str, Any], body: dict[str, Any]) -> None:
@@ -170,7 +177,9 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return
         if tokens.get("bot"):  # the bot's own token: nothing can reach Slack any more
             await accounts.uninstalled(str(body.get("team_id") or "unknown"))
-        await accounts.revoked(users)
+            if forget_workspace is not None and body.get("team_id"):
+                await forget_workspace(str(body["team_id"]))
+        await accounts.revoked([await intake.person_of(body, u) for u in users])
 
     @app.command("/digest")
     async def on_digest(ack: Ack, command: dict[str, Any]) -> None:
@@ -179,7 +188,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         if request.action == "invalid":
             await ack(text=request.reply_to_invalid())
             return
-        if await take(lambda: command_spec(command, asdict(request)), "/digest"):
+        if await take(lambda: command_spec(command, asdict(request)), "/digest", command):
             what = (f"Working on your {request.kind} digest…" if request.action == "show"
                     else "Updating your digest settings…" if request.changes_settings
                     else "Looking up your digest settings…")

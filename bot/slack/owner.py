@@ -11,6 +11,7 @@ import logging
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.jobs import Handler, JobContext, JobKind
+from bot.people import slack_user
 from bot.slack import cards, web
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ async def _refuse(client: AsyncWebClient, job: JobContext, owner: str) -> None:
     if kind == JobKind.TURN:
         await web.post_once(client, job, p["channel"], p["thread_ts"], msg)
     elif kind in (JobKind.HOME, JobKind.HOME_ACTION):
-        await client.views_publish(user_id=job.job.user_id, view={
+        await client.views_publish(user_id=slack_user(job.job.user_id), view={
             "type": "home", "blocks": cards.validate_message([cards.section(text)], "home")})
     elif p.get("response_url"):  # /digest, the shortcut
         await web.respond(p["response_url"], msg)

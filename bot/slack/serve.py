@@ -41,7 +41,11 @@ class Stopped(Exception):
 
 def check_serve_settings(settings: Settings, *, http: bool) -> None:
     missing = []
-    if not settings.slack_bot_token:
+    if settings.oauth and not http:
+        raise ServeError("cannot start: many workspaces (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, "
+                         "SLACK_STATE_SECRET) need HTTP mode for the install pages: "
+                         "`brain serve --http`.")
+    if not settings.slack_bot_token and not settings.oauth:
         missing.append("SLACK_BOT_TOKEN (the Bot User OAuth Token, xoxb-...)")
     if http and not settings.slack_signing_secret:
         missing.append("SLACK_SIGNING_SECRET for HTTP mode (Basic Information > App "
@@ -156,23 +160,25 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     from bot.slack.worker_pool import WorkerPool, default_workers
     from bot.slack.worker_pool import work_only as helper
 
-    http = http or not settings.slack_app_token  # Socket Mode needs the app token
-    check_serve_settings(settings, http=http)
     stop = _stop_event()
-    if work_only:
+    if work_only:  # a helper: its parent checked the settings and holds the front
         await helper(settings, stop, listen_fd)
         return
+    http = http or not settings.slack_app_token  # Socket Mode needs the app token
+    check_serve_settings(settings, http=http)
     listener = listen(host, port) if http else None
     try:
+        # many workspaces without a home token: each workspace's token is in the database
         accepted = await _unless_stopped(stop, _check_tokens(
-            settings, None if http else settings.slack_app_token))
+            settings, None if http else settings.slack_app_token)) \
+            if settings.slack_bot_token else False
         brain = await _unless_stopped(stop, Brain.start(settings))
     except Stopped:
         if listener is not None:
             listener.close()
         return
     brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
-    if accepted:  # the token works: an earlier uninstall is over
+    if accepted and not settings.oauth:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
     pool = WorkerPool((workers or settings.processes or default_workers()) - 1, log_level,
                       listener=listener)

@@ -7,7 +7,10 @@ user sees one answer however often the work ran.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
@@ -18,6 +21,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.config import Settings
 from bot.jobs import JobContext
+from bot.people import slack_user
 from bot.slack import cards
 from bot.slack.cards import SlackMessage
 
@@ -41,6 +45,35 @@ def api_base_url(settings: Settings) -> str | None:
     return url if url.endswith("/") else url + "/"
 
 
+_TOKEN: ContextVar[str | None] = ContextVar("brain_slack_token", default=None)
+
+
+class WorkspaceClient(AsyncWebClient):
+    """The bot's Web API client. Its token is the current job's workspace's (`acting_for`,
+    many workspaces), else its own (SLACK_BOT_TOKEN)."""
+
+    _own: str | None = None
+
+    @property
+    def token(self) -> str | None:
+        return _TOKEN.get() or self._own
+
+    @token.setter
+    def token(self, value: str | None) -> None:
+        self._own = value
+
+
+@contextlib.contextmanager
+def acting_for(token: str | None) -> Iterator[None]:
+    """Inside the block (and the tasks it starts) WorkspaceClients call Slack with `token`
+    (None: their own)."""
+    reset = _TOKEN.set(token)
+    try:
+        yield
+    finally:
+        _TOKEN.reset(reset)
+
+
 def make_client(settings: Settings, token: str | None = None,
                 session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
     """A Web API client for SLACK_API_URL (if set) that honours Retry-After on 429. With
@@ -51,7 +84,7 @@ def make_client(settings: Settings, token: str | None = None,
         kwargs["base_url"] = base
     if session is not None:
         kwargs["session"] = session
-    client = AsyncWebClient(token=token or settings.slack_bot_token, **kwargs)
+    client = WorkspaceClient(token=token or settings.slack_bot_token, **kwargs)
     client.retry_handlers.append(AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     return client
 
@@ -140,14 +173,14 @@ async def update(client: AsyncWebClient, channel: str, ts: str, msg: SlackMessag
 async def ephemeral(client: AsyncWebClient, channel: str, user: str, text: str,
                     thread_ts: str | None = None, *, escape: bool = True,
                     msg: SlackMessage | None = None) -> bool:
-    """A message only `user` sees (`text`, or the card `msg`). `text` is escaped unless the
+    """A message only `user` (a person key, bot/people.py) sees (`text`, or the card `msg`). `text` is escaped unless the
     bot built it (a mention). False when Slack refused it."""
     try:
         kwargs: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
         if msg is None:
             shown = cards.escape(text) if escape else text
             msg = cards.message([cards.section(shown)], shown)
-        await client.chat_postEphemeral(channel=channel, user=user, text=msg.text,
+        await client.chat_postEphemeral(channel=channel, user=slack_user(user), text=msg.text,
                                         blocks=msg.blocks, **kwargs)
         return True
     except SlackClientError as exc:
@@ -201,8 +234,9 @@ async def user_name(client: AsyncWebClient, user_id: str) -> str:
 
 
 async def open_dm(client: AsyncWebClient, user_id: str) -> str:
-    """The id of the bot's DM with `user_id` (conversations.open); raises on failure."""
-    resp = await client.conversations_open(users=user_id)
+    """The id of the bot's DM with `user_id` (a person key) (conversations.open); raises on
+    failure."""
+    resp = await client.conversations_open(users=slack_user(user_id))
     channel = (resp.get("channel") or {}).get("id")
     if not channel:
         raise RuntimeError("conversations.open returned no channel")

@@ -19,11 +19,13 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
+from bot.people import slack_user
 from bot.slack import cards, feedback, shared_files, web
 from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
+from bot.slack.installs import NotInstalled, TokenFor, Workspaces
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
@@ -38,10 +40,13 @@ MAX_UNDO = 20  # changes one Undo button puts back
 
 
 class SlackWork:
-    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings) -> None:
+    def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings, *,
+                 token_for: TokenFor | None = None) -> None:
         self.brain = brain
         self.client = client
         self.settings = settings
+        # many workspaces: each job answers with its workspace's token (bot/slack/installs.py)
+        self.workspaces = Workspaces(token_for)
         self.home = HomeWork(brain, client, settings, self.user_tz)
         self.saves = SaveWork(brain, client, settings, self.home.refresh)
         self.reminders = ReminderWork(brain, client, self.home.refresh)
@@ -52,7 +57,8 @@ class SlackWork:
             JobKind.THREAD_STARTED: self.thread_started, JobKind.OPEN_NOTE: self.open_note,
             **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
-        return {kind: _with_origin(self.brain, handler) for kind, handler in handlers.items()}
+        return {kind: self.workspaces.wrap(_with_origin(self.brain, handler))
+                for kind, handler in handlers.items()}
 
     # -- a message -------------------------------------------------------------------------
 
@@ -72,8 +78,8 @@ class SlackWork:
             shared = await shared_files.files_download(
                 self.client.token or "", self.settings.slack_api_url, p["files"],
                 int(self.settings.max_file_mb * 2**20))
-        stream = ReplyStream(self.client, job, channel=channel, thread_ts=thread_ts, user=user,
-                             team=p.get("team"))
+        stream = ReplyStream(self.client, job, channel=channel, thread_ts=thread_ts,
+                             user=slack_user(user), team=p.get("team"))
         try:
             result = await self.brain.turns.handle(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
@@ -172,7 +178,7 @@ class SlackWork:
         if owner != press["user"]:
             log.info("button %s on %s by %s refused: not the owner", press["action_id"],
                      entry_id, press["user"])
-            who = f"<@{owner}>" if owner else "its owner"
+            who = f"<@{slack_user(owner)}>" if owner else "its owner"
             await self._tell(press, f"Only {who} can change this note; nothing was changed.",
                              escape=False)
             return
@@ -289,7 +295,8 @@ class SlackWork:
     async def user_tz(self, user_id: str) -> str | None:
         """The user's Slack time zone (users.info), for scheduling in their own morning."""
         try:
-            info = await self.client.users_info(user=user_id)
+            with await self.workspaces.of_person(user_id):  # the reminder scheduler's too
+                info = await self.client.users_info(user=slack_user(user_id))
             tz = (info.get("user") or {}).get("tz")
             return str(tz) if tz else None
         except Exception as exc:  # a missing scope or a network error: fall back, say so
@@ -304,16 +311,31 @@ class SlackWork:
         digest = await self.brain.digests.make(user_id=sub.user_id, kind=sub.kind,
                                          today=slot.date(), tz=sub.tz)
         msg = cards.digest_message(digest)
-        await self.client.chat_postMessage(channel=sub.channel or sub.user_id, text=msg.text,
-                                           blocks=msg.blocks)
+        try:
+            workspace = await self.workspaces.of_person(sub.user_id)
+        except NotInstalled as exc:
+            log.info("digest for %s not sent: %s", sub.user_id, exc)
+            return
+        with workspace:
+            await self.client.chat_postMessage(channel=sub.channel or slack_user(sub.user_id),
+                                               text=msg.text, blocks=msg.blocks)
 
     # -- when a job fails for good ------------------------------------------------------------
 
     async def give_up(self, job: JobContext, reason: str) -> None:
-        """Tell the user plainly; the message they sent is in the journal (and, for a thought,
-        the turn's rescue already put it in the inbox when the turn itself ran)."""
+        """Tell the user plainly, in the job's workspace; the message they sent is in the
+        journal (and, for a thought, the turn's rescue already put it in the inbox when the
+        turn itself ran)."""
         ref = cards.new_ref()
         log.error("job %s given up (ref %s): %s", job.job.id, ref, reason)
+        try:
+            workspace = await self.workspaces.of_job(job)
+        except NotInstalled:
+            return  # nothing can reach a workspace that uninstalled the app
+        with workspace:
+            await self._tell_given_up(job, ref)
+
+    async def _tell_given_up(self, job: JobContext, ref: str) -> None:
         p = job.job.payload
         msg = cards.error_message(ref, "I could not finish this; please send it again.")
         if job.job.kind == JobKind.TURN:

@@ -8,6 +8,7 @@ Serves `POST /api/<method>` the way slack.com/api does (JSON or form bodies, Bea
 It keeps the channels' messages: those seeded with `seed_message` (what users wrote) and those
 the bot posts, so `conversations.history` / `conversations.replies` answer from them.
 `views.publish` keeps each user's Home (`homes`), refusing a view of more than 100 blocks.
+Slack's OAuth (the authorize page, `oauth.v2.access`, token rotation) is in fake_oauth.py.
 
 Run standalone for manual testing or benchmarks: `python -m tests.e2e.fake_slack --port 8901`.
 """
@@ -24,6 +25,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
+
+from tests.e2e.fake_oauth import FakeOAuth
 
 TEAM_ID = "T0SB00001"
 BOT_USER_ID = "U0SBBOT01"
@@ -66,6 +69,7 @@ class FakeSlack:
         self.refused_files: set[str] = set()  # served 403 (as without the files:read scope)
         self.file_gets: list[Call] = []  # every download asked for, with its headers
         self.streams: dict[str, dict[str, Any]] = {}  # ts -> a streamed reply's state
+        self.oauth = FakeOAuth()  # /oauth/v2/authorize and oauth.v2.access (fake_oauth.py)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -74,7 +78,8 @@ class FakeSlack:
         app.add_routes([web.post("/api/{method}", self._api),
                         web.get("/api/{method}", self._api),  # e.g. users.info
                         web.post("/hooks/{name}", self._hook),
-                        web.get("/files-pri/{file_id}/{rest:.*}", self._file)])
+                        web.get("/files-pri/{file_id}/{rest:.*}", self._file),
+                        *self.oauth.routes()])
         return app
 
     def share_file(self, file_id: str, name: str, data: bytes) -> dict[str, Any]:
@@ -197,7 +202,8 @@ class FakeSlack:
             call.response = s.body
             self._changed.set()
             return web.json_response(s.body, status=s.status, headers=s.headers)
-        call.response = self._answer(method, body, token)
+        call.response = self.oauth.access(body, request.headers) \
+            if method == "oauth.v2.access" else self._answer(method, body, token)
         self._changed.set()
         return web.json_response(call.response)
 
@@ -209,10 +215,12 @@ class FakeSlack:
             return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/no-socket-here"}
         if not token or not token.startswith("xoxb-") or token == "xoxb-invalid":
             return {"ok": False, "error": "invalid_auth"}
-        if method == "auth.test":
+        if token in self.oauth.expired:
+            return {"ok": False, "error": "token_expired"}
+        if method == "auth.test":  # a token installed through OAuth: its own workspace
             return {"ok": True, "url": "https://example.slack.com/", "team": "Example",
-                    "user": "second-brain", "team_id": TEAM_ID, "user_id": BOT_USER_ID,
-                    "bot_id": BOT_ID, "is_enterprise_install": False}
+                    "user": "second-brain", "team_id": self.oauth.team_of.get(token, TEAM_ID),
+                    "user_id": BOT_USER_ID, "bot_id": BOT_ID, "is_enterprise_install": False}
         if method == "chat.postMessage":
             ts = f"1767300000.{next(self._ts):06d}"
             message = {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
@@ -355,9 +363,10 @@ class FakeSlack:
         return web.Response(text="ok")
 
 
-async def _main(port: int, delay: float) -> None:
+async def _main(port: int, delay: float, redirect_url: str | None = None) -> None:
     fake = await FakeSlack().start(port=port)
     fake.delay = delay
+    fake.oauth.redirect_url = redirect_url
     print(f"fake Slack Web API at {fake.api_url}", flush=True)
     await asyncio.Event().wait()
 
@@ -366,5 +375,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8901)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--oauth-redirect", help="the app's registered OAuth redirect URL, "
+                        "e.g. http://127.0.0.1:3000/slack/oauth_redirect")
     ns = parser.parse_args()
-    asyncio.run(_main(ns.port, ns.delay))
+    asyncio.run(_main(ns.port, ns.delay, ns.oauth_redirect))
