@@ -100,6 +100,7 @@ HOSTILE = [b"{not json", b"[1]", b"null", b"", b"\xff\xfe\x00", b'"just a string
            b"payload=%5B%5D", b"payload=%7B%22type%22%3A%22block_actions%22%7D",
            b"command=%2Fdigest", b"text=hello"]
 FORMS = ("application/json", "application/x-www-form-urlencoded", "text/plain")
+OUR_LOGGERS = {"bot", "storage", "tools", "slack_bolt", "slack_sdk", "aiohttp"}
 
 
 @pytest.mark.parametrize("raw", HOSTILE)
@@ -111,8 +112,11 @@ def test_hostile_bodies_unsigned_are_401_and_signed_are_never_5xx(
         assert served.post(raw, _sign(raw, content_type, timestamp="abc")) == 401
         status = served.post(raw, _sign(raw, content_type))
         assert status < 500, (raw, content_type, status)
-    assert "Traceback" not in caplog.text
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # Our server's records only: an earlier test's SDK client collected now, after its event
+    # loop closed, makes asyncio log a traceback that says nothing of these requests.
+    ours = [r for r in caplog.records if r.name.split(".")[0] in OUR_LOGGERS]
+    assert not [r for r in ours if r.exc_info or "Traceback" in r.getMessage()]
+    assert not [r for r in ours if r.levelno >= logging.ERROR]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
