@@ -183,7 +183,8 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     pool = WorkerPool((workers or settings.processes) - 1, log_level,
                       listener=listener)
     bot = SlackBot(brain, settings, concurrency=settings.workers,
-                   lease=timedelta(seconds=settings.job_lease_seconds), helpers=pool)
+                   lease=timedelta(seconds=settings.job_lease_seconds),
+                   helpers=pool if pool.helpers else None)  # one process: nothing to wake
     try:
         await pool.start()
         bot.start()

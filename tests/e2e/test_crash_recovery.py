@@ -51,30 +51,6 @@ def _text(i: int) -> str:
     return f"Remember to call supplier number {i:03d} about the late invoice"
 
 
-def _finished_by(env: dict[str, str]) -> Counter[int]:
-    """How many finished jobs each process (pid) ran: a finished job keeps its owner."""
-    from sqlalchemy import func, select
-
-    from bot.config import Settings
-    from storage.db import Database
-    from storage.models import Job
-
-    async def read() -> Counter[int]:
-        settings = Settings(_env_file=None, BRAIN_DATA_DIR=env["BRAIN_DATA_DIR"],  # type: ignore[call-arg]
-                            DATABASE_URL=env.get("DATABASE_URL"))
-        db = await Database.open(settings.db_url())
-        try:
-            async with db.session() as s:
-                rows = (await s.execute(select(Job.lease_owner, func.count())
-                                        .where(Job.state == "done")
-                                        .group_by(Job.lease_owner))).all()
-        finally:
-            await db.close()
-        return Counter({int(str(owner).split(":")[1]): int(n) for owner, n in rows})
-
-    return asyncio.run(read())
-
-
 def _jobs(env: dict[str, str]) -> list[tuple[str, str, int, str | None]]:
     """Every job's key, state, attempts and owner (for a failure's message)."""
     from sqlalchemy import select
@@ -96,6 +72,12 @@ def _jobs(env: dict[str, str]) -> list[tuple[str, str, int, str | None]]:
         return [(str(k), str(st), int(a), o) for k, st, a, o in rows]
 
     return asyncio.run(read())
+
+
+def _finished_by(env: dict[str, str]) -> Counter[int]:
+    """How many finished jobs each process (pid) ran: a finished job keeps its owner."""
+    return Counter(int(str(owner).split(":")[1]) for _, state, _, owner in _jobs(env)
+                   if state == "done")
 
 
 @pytest.mark.parametrize("workers", [1, 2])
