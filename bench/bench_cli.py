@@ -72,8 +72,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path,
 
 async def _vectors(data: Path, vault: Path) -> None:
     from bench.bench_meaning_search import random_vectors
-    from storage.db import Database, default_url
+    from storage.db import Database
     from storage.meaning import Meaning
+    from storage.urls import default_url
     from storage.vault import Vault
 
     meaning = Meaning.load()

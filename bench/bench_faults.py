@@ -191,8 +191,9 @@ asyncio.run(main(*sys.argv[1:5], int(sys.argv[5])))
 
 
 async def cli_bot_race(tmp: Path, rounds: int, n: int) -> Line:
-    from storage.db import Database, default_url
+    from storage.db import Database
     from storage.store import Store
+    from storage.urls import default_url
     from storage.vault import Vault
 
     line = Line("CLI update racing the bot's move")

@@ -153,9 +153,10 @@ def _args(rng: random.Random, tool: str, refs: list[str]) -> Any:
 
 async def fuzz_tools(folder: Path, examples: int) -> tuple[int, int, int]:
     """(calls made, notes that do not parse back whole, files written outside the vault)."""
-    from storage.db import Database, default_url
+    from storage.db import Database
     from storage.notes import parse_note
     from storage.store import Store
+    from storage.urls import default_url
     from storage.vault import Vault
     from tools.base import ToolContext
     from tools.registry import TOOLS, execute

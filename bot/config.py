@@ -113,7 +113,7 @@ class Settings(BaseSettings):
         return self.vault_root / user_id
 
     def db_url(self) -> str:
-        from storage.db import default_url  # keeps settings importable without SQLAlchemy
+        from storage.urls import default_url
 
         return self.database_url or default_url(self.data_dir)
 

@@ -10,7 +10,6 @@ asked for.
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from storage.db import Database
 from storage.errors import InvalidValue
 from storage.paths import check_person_folder
 from storage.store import Store
+from storage.types import is_user_id
 
 if TYPE_CHECKING:
     from bot.index_keeper import IndexKeeper
@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from bot.llm.types import Provider
     from storage.meaning import Meaning
     from storage.receipts import Receipts
-
-USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
-
 
 class Core:
     def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
@@ -106,7 +103,7 @@ class Core:
 
     def store_for(self, user_id: str) -> Store:
         """The person's vault over the shared database; refuses ids that could name a path."""
-        if not USER_ID.match(user_id) or user_id in {".", ".."}:
+        if not is_user_id(user_id):
             raise InvalidValue(f"not a valid user id: {user_id!r}")
         if self.vault_override is None:
             self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too

@@ -16,6 +16,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from storage.urls import async_url
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 # Set on every new SQLite connection. WAL lets readers run beside one writer; busy_timeout makes
@@ -35,24 +37,6 @@ def _intake_busy(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute(f"PRAGMA busy_timeout={INTAKE_BUSY_MS}")
     cursor.close()
-
-
-def default_url(data_dir: Path) -> str:
-    return f"sqlite+aiosqlite:///{Path(data_dir).resolve() / 'brain.db'}"
-
-
-# A URL without a driver gets the async one (DATABASE_URL is often written the short way).
-ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg",
-                 "postgres": "postgresql+asyncpg"}
-
-
-def async_url(url: str) -> str:
-    """`url` with an async driver: sqlite:// -> sqlite+aiosqlite://, postgresql:// ->
-    postgresql+asyncpg://; URLs that name a driver stay as they are."""
-    scheme, sep, rest = url.partition("://")
-    if sep and scheme in ASYNC_DRIVERS:
-        return f"{ASYNC_DRIVERS[scheme]}://{rest}"
-    return url
 
 
 def _sqlite_file(url: str) -> Path | None:

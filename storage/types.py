@@ -5,6 +5,7 @@ Every result a tool or CLI verb prints is one of these; `to_dict()` gives the JS
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -183,3 +184,13 @@ class Change:
                    paths=tuple(str(p) for p in data.get("paths", ())),
                    moved=tuple((str(a), str(b)) for a, b in data.get("moved", ())),
                    undoes=data.get("undoes"))
+
+
+# A person's id is also their vault folder's name (`<root>/<id>`), so it may not name any
+# other path.
+_USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+def is_user_id(value: str) -> bool:
+    """Can `value` be a person's id (and so their vault folder's name)?"""
+    return bool(_USER_ID.match(value)) and value not in {".", ".."}

@@ -13,7 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storage.db import Database, default_url
+from storage.db import Database
+from storage.urls import default_url
 
 REPO = Path(__file__).resolve().parents[1]
 NEVER_AT_START = {"sqlalchemy", "alembic", "mako", "aiosqlite", "pydantic", "pydantic_settings",
@@ -77,3 +78,26 @@ def test_storage_verb_on_a_current_database_skips_alembic_and_the_turn_machinery
     assert code == 0
     assert {"numpy", "onnxruntime"} <= modules
     assert loaded(modules, NOT_FOR_A_STORAGE_VERB - {"numpy", "onnxruntime"}) == set()
+
+
+ASK_SERVER = """
+import argparse, json, sys
+from bot.commands.served import ask_server
+found = ask_server(argparse.Namespace(user=None, vault=None), "search",
+                   {"query": "kites", "category": None, "limit": 5})
+print(json.dumps({"found": found, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_looking_for_a_running_server_loads_no_database_layer(tmp_path: Path) -> None:
+    """`brain search`/`ask` first ask a running server of the same data (bot/local_socket.py);
+    naming that data must not load what the server is there to spare the CLI."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
+           "BRAIN_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run([sys.executable, "-c", ASK_SERVER], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["found"] is None  # no server here: the verb would run in this process
+    assert loaded(set(report["modules"]), {"sqlalchemy", "aiosqlite", "alembic", "numpy",
+                                           "onnxruntime", "bot.core", "bot.brain"}) == set()

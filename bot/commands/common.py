@@ -126,7 +126,7 @@ def check_vault(settings: Settings, args: argparse.Namespace) -> None:
     `--vault DIR` must be a folder. A user is known when their vault folder exists
     (`<vault root>/<id>`); the default user (BRAIN_OWNER, else `local`) always is, and their
     vault is made on first use. So a typo in --user is an error, not an empty vault."""
-    from bot.core import USER_ID
+    from storage.types import is_user_id
 
     create = bool(getattr(args, "create", False))
     vault = getattr(args, "vault", None)
@@ -141,7 +141,7 @@ def check_vault(settings: Settings, args: argparse.Namespace) -> None:
             path.mkdir(parents=True)
         return
     user = user_id(settings, args)
-    if not USER_ID.match(user) or user in {".", ".."}:
+    if not is_user_id(user):
         raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
     folder = settings.vault_for(user)
     if user == settings.default_user or create or folder.is_dir() or folder.is_symlink():

@@ -46,9 +46,9 @@ def register(sub: Any) -> None:
 
 async def _known(brain: Brain, user: str) -> None:
     """A mistyped id is said to be unknown (and no empty vault is made for it)."""
-    from bot.core import USER_ID
+    from storage.types import is_user_id
 
-    if not USER_ID.match(user):
+    if not is_user_id(user):
         raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
     if not await brain.accounts.holds(user):
         raise CommandError(f"nothing is held of user {user!r}: no vault, no conversations; "
@@ -58,9 +58,9 @@ async def _known(brain: Brain, user: str) -> None:
 
 async def _export(args: argparse.Namespace) -> int:
     from bot.brain import Brain
-    from bot.core import USER_ID
+    from storage.types import is_user_id
 
-    if not USER_ID.match(args.user):  # before it names a file
+    if not is_user_id(args.user):  # before it names a file
         return fail(f"not a valid user id: {args.user!r}", EXIT_USAGE)
     out = args.out or Path(f"brain-export-{args.user}-{datetime.now(UTC):%Y%m%d}.zip")
     if out.is_dir():

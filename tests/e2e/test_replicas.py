@@ -36,6 +36,10 @@ THREADS = 40
 PER_THREAD = 5
 DMS = THREADS * PER_THREAD
 MODEL_DELAY = 0.3  # seconds per model call
+# The killed replica's turns are taken over when their leases lapse. Long enough that a live
+# replica on a loaded machine (suites in parallel on 2 cores) still renews in time: with 3 s,
+# a live replica lost a lease at load 7 (renewals every 1 s fell behind).
+LEASE = 8
 PACE = 1.2  # seconds between two messages of a thread (the next is often sent before the
 # previous one was answered, so turns queue in their lane)
 
@@ -65,7 +69,7 @@ def _env(tmp_path: Path, fake: FakeSlack, llm: FakeLLMServer, url: str) -> dict[
                      SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
                      DATABASE_URL=url, BRAIN_LLM="openai", OPENAI_API_KEY="sk-test",
                      OPENAI_BASE_URL=llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
-                     BRAIN_JOB_LEASE_SECONDS="3", BRAIN_LOG_LEVEL="WARNING",
+                     BRAIN_JOB_LEASE_SECONDS=str(LEASE), BRAIN_LOG_LEVEL="WARNING",
                      BRAIN_PROCESSES=str(WORKERS))
 
 

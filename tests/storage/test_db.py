@@ -18,11 +18,10 @@ from storage.db import (
     INTAKE_BUSY_MS,
     MIGRATIONS_DIR,
     Database,
-    async_url,
-    default_url,
     head_revision,
 )
 from storage.models import CORE_TABLES, Base
+from storage.urls import async_url, default_url
 from tests.databases import fresh_url
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -118,9 +118,11 @@ def test_a_bomb_is_never_rewritten_and_doctor_names_it(tmp_path: Path) -> None:
 
 
 def test_the_child_limit_would_catch_an_expansion() -> None:
-    """The memory limit above is real: expanding the bomb the old way dies under it."""
+    """A memory limit is real protection here: expanding the bomb the old way grows without
+    bound (~390 million strings, > 6 GB) and dies of MemoryError. Shown under 96 MB, which
+    it reaches in a few seconds (filling the children's 1 GB burns 20 s of CPU)."""
     code = ("import resource, yaml, sys\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (96 << 20, 96 << 20))\n"
             "from storage.notes import normalise_scalar\n"
             "data = yaml.load(sys.stdin.read().split('---')[1], Loader=yaml.CSafeLoader)\n"
             "normalise_scalar(data)\n")
@@ -130,3 +132,4 @@ def test_the_child_limit_would_catch_an_expansion() -> None:
     except subprocess.TimeoutExpired:
         return  # slow enough to be stopped: also what the bounds prevent
     assert proc.returncode != 0 and "MemoryError" in proc.stderr
+    assert "normalise_scalar" in proc.stderr  # the expansion ran out, not the imports
