@@ -191,11 +191,10 @@ class Store:
     async def _with_id(self, entry_id: str) -> Entry | None:
         """The indexed note carrying exactly `entry_id` (one query, no rescan), or None."""
         async with self.db.session() as session:
-            matches = [m for m in await self.index.lookup(session, entry_id)
-                       if m.id == entry_id]
-        for match in matches:
+            paths = await self.index.paths_with_id(session, entry_id)
+        for rel in paths:
             with contextlib.suppress(NotFound):  # indexed, then removed by hand
-                entry = self.vault.read(match.path)
+                entry = self.vault.read(rel)
                 if entry.id == entry_id:
                     return entry
         return None
