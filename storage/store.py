@@ -17,8 +17,7 @@ import asyncio
 import builtins
 import contextlib
 import time
-import weakref
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -29,7 +28,7 @@ from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import Change, History
 from storage.index import SearchIndex
-from storage.index.refresh import needs_tidy, tidy
+from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.locks import index_lock, write_lock
 from storage.meaning import Meaning
@@ -51,25 +50,6 @@ from storage.vault import Vault
 MAX_SKIP_SECONDS = 1.0
 CHEAP_SCAN_SECONDS = 0.05
 MAX_CANDIDATES = 10
-
-# Per event loop and vault: index writes of one process go one at a time (a read's rescan and a
-# write's re-index of the same new file must not both insert it).
-_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
-    weakref.WeakKeyDictionary())
-# (database URL, vault key) -> (monotonic time of the last full rescan, how long it took).
-# A cache only; two databases indexing one vault keep apart.
-_LAST_SCAN: dict[tuple[str, str], tuple[float, float]] = {}
-
-
-def last_scan(db: Database, vault_key: str) -> tuple[float, float] | None:
-    """(monotonic time, seconds) of this process's last full rescan of the vault into `db`."""
-    return _LAST_SCAN.get((db.url, vault_key))
-
-
-def _lock(key: str) -> asyncio.Lock:
-    locks = _LOCKS.setdefault(asyncio.get_running_loop(), {})
-    return locks.setdefault(key, asyncio.Lock())
-
 
 def _looks_like_path(ref: str) -> bool:
     return "/" in ref or "\\" in ref or ref.startswith(".") or ref.lower().endswith(".md")
@@ -109,7 +89,7 @@ class Store:
                     await session.commit()
                 if needs_tidy(stats):
                     await tidy(self.db.engine)
-                _LAST_SCAN[(self.db.url, self.index.key)] = (time.monotonic(), stats.seconds)
+                scanned(self.db, self.index.key, stats.seconds)
                 if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
                     self.vault.clean_seen_temp()
                 return stats
@@ -123,7 +103,7 @@ class Store:
 
     async def refresh(self) -> RefreshStats:
         """A full rescan now (`brain reindex`)."""
-        async with _lock(self.index.key):
+        async with index_turn(self.index.key):
             stats = await self._locked_refresh()
         await self._outside(stats)
         return stats
@@ -142,7 +122,7 @@ class Store:
         (a vector is kept by its text's hash, so removing notes alone leaves it)."""
         from storage.index import vector_cache, vector_rows
 
-        async with _lock(self.index.key), self.db.session() as session:
+        async with index_turn(self.index.key), self.db.session() as session:
             removed = await vector_rows.drop_vault(session, self.index.key)
             await session.commit()
             vector_cache.forget(vector_cache.database_url(session), self.index.key)
@@ -163,7 +143,7 @@ class Store:
         """Rescan before a read, unless the index is known fresh (see `fresh_within`)."""
         if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
             return
-        async with _lock(self.index.key):
+        async with index_turn(self.index.key):
             stats = None if self._trusted() else await self._locked_refresh()
         if stats is not None:
             await self._outside(stats)
@@ -173,7 +153,7 @@ class Store:
         too: a collision is retried, and the last pass sees both)."""
         for attempt in (1, 2, 3):
             try:
-                async with _lock(self.index.key), self.db.session() as session:
+                async with index_turn(self.index.key), self.db.session() as session:
                     await index_lock(session, self.index.key)
                     await self.index.refresh_paths(session, rels)
                     await session.commit()
@@ -208,23 +188,26 @@ class Store:
     async def get(self, ref: str) -> Entry:
         return self.vault.read(await self.resolve(ref))
 
-    async def find_id(self, entry_id: str) -> Entry | None:
-        """The note with this exact id, or None (a retried capture looks for its first try)."""
-        await self._fresh()
+    async def _with_id(self, entry_id: str) -> Entry | None:
+        """The indexed note carrying exactly `entry_id` (one query, no rescan), or None."""
         async with self.db.session() as session:
-            matches = [m for m in await self.index.lookup(session, entry_id)
-                       if m.id == entry_id]
-        if not matches:
-            await self.refresh()  # a file written just before a crash, not indexed yet
-            async with self.db.session() as session:
-                matches = [m for m in await self.index.lookup(session, entry_id)
-                           if m.id == entry_id]
-        if not matches:
-            return None
-        try:
-            return self.vault.read(matches[0].path)
-        except NotFound:
-            return None
+            paths = await self.index.paths_with_id(session, entry_id)
+        for rel in paths:
+            with contextlib.suppress(NotFound):  # indexed, then removed by hand
+                entry = self.vault.read(rel)
+                if entry.id == entry_id:
+                    return entry
+        return None
+
+    async def find_id(self, entry_id: str, *, look_hard: bool = True) -> Entry | None:
+        """The note with this exact id, or None. `look_hard`: on a miss, rescan (a file written
+        just before a crash, not indexed yet): for work that runs again, not every capture."""
+        await self._fresh()
+        found = await self._with_id(entry_id)
+        if found is None and look_hard:
+            await self.refresh()
+            found = await self._with_id(entry_id)
+        return found
 
     async def _current(self, ref: str) -> str:
         """`ref`'s path now, under the vault lock: when another process moved the note since
@@ -317,16 +300,31 @@ class Store:
 
     async def create(self, category: str, name: str, fields: dict[str, Any],
                      body: str, *, entry_id: str | None = None) -> Entry:
-        # A new name never collides (write_new): the lock is for the history's line only.
-        async with self._changing() if self.history else contextlib.nullcontext():
-            await self._before([])
-            taken = await relink.stems_taken(self.db, self.index, slugify(name)
-                                             if isinstance(name, str) else "")
-            entry = self.vault.create(category, name, fields, body, entry_id=entry_id,
-                                      taken=taken)
-            await self._record("create", f"{entry.name} in {category}", [entry.path])
-        await self._touched([entry.path])
-        return entry
+        return (await self.create_once(category, name, fields, body, entry_id=entry_id))[0]
+
+    async def create_once(self, category: str, name: str, fields: dict[str, Any], body: str,
+                          *, entry_id: str | None,
+                          then: Callable[[Entry, bool], Awaitable[object]] | None = None,
+                          ) -> tuple[Entry, bool]:
+        """A new note (True), or, for a given `entry_id` (derived from a job or a saved
+        message), the one another run or process made (False): never two in one vault. The
+        lookup and the write are one step under the vault's write lock, and the new file is
+        indexed before the lock is let go, so the other run's one-query lookup sees it.
+        `then(entry, made)` runs under the lock too (a capture's receipt, written once)."""
+        async with self._changing():
+            entry = await self._with_id(entry_id) if entry_id else None
+            made = entry is None
+            if entry is None:
+                await self._before([])
+                taken = await relink.stems_taken(self.db, self.index, slugify(name)
+                                                 if isinstance(name, str) else "")
+                entry = self.vault.create(category, name, fields, body, entry_id=entry_id,
+                                          taken=taken)
+                await self._record("create", f"{entry.name} in {category}", [entry.path])
+                await self._touched([entry.path])
+            if then is not None:
+                await then(entry, made)
+        return entry, made
 
     async def update(self, ref: str, changes: dict[str, Any],
                      append_body: str | None = None) -> Entry:

@@ -8,7 +8,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, EntrySummary
+from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, Entry, EntrySummary
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
@@ -208,18 +208,31 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         fields = {**common, **_category_fields(category, merged, dropped, today_in(ctx.tz))}
         status = "filed"
 
-    existing = await ctx.store.find_id(entry_id) if entry_id and ctx.retried else None
+    # A derived id may be on a note already: made by an earlier attempt, or by a stalled one
+    # still running. Looking hard (a full rescan on a miss) is for work that runs again only.
+    existing = (await ctx.store.find_id(entry_id, look_hard=ctx.retried)
+                if entry_id else None)
     if existing is None and target == "people" and not ctx.shared:
         person = await known_person(ctx, name)
         if person is not None:  # news of someone with a note: into that note
             return await add_to_person(ctx, person, text)
-    if existing is not None:  # the first attempt of this job filed it already
-        entry = existing
-        target = entry.category or target
-    else:
-        entry = await ctx.store.create(target, name, fields, body, entry_id=entry_id)
-    receipt = await write_receipt(ctx, text, entry.id or "", entry.path, target, confidence,
-                                   status)
+    receipt = True
+
+    async def receipt_once(entry: Entry, made: bool) -> None:
+        # Under the vault lock: the run that made the note writes its receipt, another run
+        # only when none is there (the first was cut off between the note and its receipt).
+        nonlocal receipt
+        if made or await ctx.receipts.for_entry(entry.id or "") is None:
+            where, how, sure = _as_filed(entry, made, target, status, confidence)
+            receipt = await write_receipt(ctx, text, entry.id or "", entry.path, where, sure,
+                                          how)
+
+    entry, made = await ctx.store.create_once(target, name, fields, body, entry_id=entry_id,
+                                              then=receipt_once)
+    if not made:  # another run filed it: the reply tells what is there
+        target, status, confidence = _as_filed(entry, made, target, status, confidence)
+        fields = entry.fields
+        category = str(entry.fields.get("suggested_category") or target)
     data: dict[str, Any] = {
         "path": entry.path, "id": entry.id, "name": entry.name, "category": target,
         "confidence": confidence, "status": status,
@@ -241,7 +254,7 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     if status == "filed":
         summary = f"Filed to {target}: {entry.name} ({confidence:.2f})"
     else:
-        summary = f"Saved to inbox for review: {entry.name} ({fields['reason']})"
+        summary = f"Saved to inbox for review: {entry.name} ({fields.get('reason') or 'to review'})"
     if dropped:
         summary += f"; left out: {'; '.join(dropped)}"
     if unread:
@@ -249,6 +262,18 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     if related:
         summary += f"; related: {', '.join(e.name for e in related)}"
     return ToolOutput(kind="capture", data=data, text=summary)
+
+
+def _as_filed(entry: Entry, made: bool, target: str, status: str,
+              confidence: float) -> tuple[str, str, float]:
+    """(category, status, confidence) of the capture's note: this run's choice when it made
+    the note, else what the note that another run made says."""
+    if made:
+        return target, status, confidence
+    where = entry.category or target
+    known = entry.fields.get("confidence")
+    sure = float(known) if isinstance(known, int | float) else confidence
+    return where, "needs_review" if where == "inbox" else "filed", sure
 
 
 async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[EntrySummary]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BigInteger, Column, Float, MetaData, Table, Text, insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -21,6 +22,34 @@ from storage.index.extract import IndexedNote, extract_note, indexable
 from storage.text import clean_text
 from storage.types import RefreshStats
 from storage.vault import Vault
+
+if TYPE_CHECKING:
+    from storage.db import Database
+
+# Per event loop and vault: index writes of one process go one at a time (a read's rescan and a
+# write's re-index of the same new file must not both insert it).
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary())
+# (database URL, vault key) -> (monotonic time of the last full rescan, how long it took).
+# A cache only; two databases indexing one vault keep apart.
+_LAST_SCAN: dict[tuple[str, str], tuple[float, float]] = {}
+
+
+def index_turn(vault_key: str) -> asyncio.Lock:
+    """This process's lock on the index writes of one vault (in the running event loop)."""
+    locks = _TURNS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(vault_key, asyncio.Lock())
+
+
+def last_scan(db: Database, vault_key: str) -> tuple[float, float] | None:
+    """(monotonic time, seconds) of this process's last full rescan of the vault into `db`."""
+    return _LAST_SCAN.get((db.url, vault_key))
+
+
+def scanned(db: Database, vault_key: str, seconds: float) -> None:
+    """A full rescan of the vault into `db` has just ended, after `seconds`."""
+    _LAST_SCAN[(db.url, vault_key)] = (time.monotonic(), seconds)
+
 
 # The database assigns nids (SQLite: the rowid; PostgreSQL: an identity), so writers of many
 # vaults at once never collide on one.

@@ -290,6 +290,14 @@ class SearchIndex:
             rows = [r for r in rows if r[1] == min(how for _, how in rows)]
         return await self._summaries(session, [nid for nid, _ in rows])
 
+    async def paths_with_id(self, session: AsyncSession, entry_id: str) -> builtins.list[str]:
+        """The paths of the notes whose id is exactly `entry_id`: one indexed query (no ORDER
+        BY: SQLite would walk the vault's rows in path order instead of using the id index)."""
+        result = await session.execute(text(
+            "SELECT path FROM index_notes WHERE vault = :v AND id = :id"),
+            {"v": self.key, "id": entry_id})
+        return sorted(row[0] for row in result)
+
     async def stems_taken(self, session: AsyncSession, stem: str) -> set[str]:
         """The file stems (case-folded) of notes named `stem` or `stem-<anything>`: a new
         note's stem is chosen among the free ones, so `[[stem]]` names one note."""
