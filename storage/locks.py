@@ -162,7 +162,12 @@ async def _acquire(root: Path, timeout: float) -> int:
         os.close(fd)
         raise
     wait = _Wait(asyncio.get_running_loop(), gate, fd, gated)
-    threading.Thread(target=wait.run, name="vault-lock-wait", daemon=True).start()
+    try:
+        threading.Thread(target=wait.run, name="vault-lock-wait", daemon=True).start()
+    except BaseException:  # no thread: let go of the gate, or every later writer queues on it
+        os.close(gate)
+        os.close(fd)
+        raise
     try:
         async with asyncio.timeout(timeout):
             await wait.future
