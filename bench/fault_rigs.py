@@ -30,6 +30,7 @@ def free_port() -> int:
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLACK_", "BRAIN_", "OPENAI_", "ANTHROPIC_", "DATABASE_"))}
+    env["BRAIN_PROCESSES"] = "1"  # one process, as its figures were measured (default: cores)
     env.update(extra)
     return env
 

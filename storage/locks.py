@@ -5,7 +5,11 @@ machines sharing the vault (a network file system) and one PostgreSQL.
 a lock file named after the vault's real path, in a folder of the machine's temp directory
 (never in the vault: the user's folder gets no files of ours): every process on the machine,
 the CLI and the bot, and every coroutine (each acquisition opens its own file description).
-The kernel drops it when its holder dies, so a `kill -9` never leaves a vault locked. Then, on
+The kernel drops it when its holder dies, so a `kill -9` never leaves a vault locked. It is
+fair between processes: a waiter blocks in `flock` in a thread of its own (the kernel wakes it
+at release, where polling lost to the holder's own next writer), and a turnstile (a second
+file, the gate) lets only one waiter at a time queue for the lock: a process that releases
+and wants it again finds the gate taken by the waiter and queues behind it. Then, on
 PostgreSQL, an advisory lock per vault, which the other machines see too: held in a transaction
 on a connection of its own (the holder's work needs the pool's connections; a waiter must never
 sit on one of those), released when that transaction ends, or by the server when the holder's
@@ -28,6 +32,7 @@ import fcntl
 import hashlib
 import os
 import tempfile
+import threading
 import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -43,7 +48,6 @@ if TYPE_CHECKING:
     from storage.db import Database
 
 WAIT_SECONDS = 10.0
-_STEP = 0.002
 # A lock whose holder's machine vanished without closing its connection is freed after this.
 ORPHAN_SECONDS = 60
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE when lock_timeout runs out
@@ -66,27 +70,120 @@ def lock_path(root: Path) -> Path:
     return folder / f"{digest}.lock"
 
 
+def _gate_path(root: Path) -> Path:
+    return lock_path(root).with_suffix(".gate")
+
+
 def lock_key(name: str) -> int:
     """A PostgreSQL advisory lock key (one signed 64-bit number) for `name`."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
+def _open(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+def _try(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+class _Wait:
+    """One waiter's blocking `flock`s, in a thread of its own (not the default executor: a
+    wait may last seconds, and other work needs those threads). The thread owns the lock's
+    descriptor until it hands it over (`won`); a waiter that gave up meanwhile is `abandoned`,
+    and the thread closes the descriptor the moment its `flock` returns: no lock leaks."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, gate: int, fd: int,
+                 gated: bool) -> None:
+        self.loop, self.gate, self.fd, self.gated = loop, gate, fd, gated
+        self.future: asyncio.Future[None] = loop.create_future()
+        self.mutex = threading.Lock()
+        self.won = self.abandoned = False
+
+    def run(self) -> None:
+        error: BaseException | None = None
+        try:
+            if not self.gated:
+                fcntl.flock(self.gate, fcntl.LOCK_EX)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException as exc:  # delivered to the waiter, never lost in this thread
+            error = exc
+        finally:
+            os.close(self.gate)  # through the gate: the next waiter may queue for the lock
+        with self.mutex:
+            self.won = error is None and not self.abandoned
+            abandoned = self.abandoned
+        if not self.won:
+            os.close(self.fd)
+            if abandoned:
+                return
+        try:
+            self.loop.call_soon_threadsafe(self._deliver, error)
+        except RuntimeError:  # the loop is closed: nobody will take the lock
+            self.give_up()
+
+    def _deliver(self, error: BaseException | None) -> None:
+        if self.future.done():  # the waiter gave up; give_up() released what it won
+            return
+        if error is None:
+            self.future.set_result(None)
+        else:
+            self.future.set_exception(error)
+
+    def give_up(self) -> None:
+        with self.mutex:
+            self.abandoned = True
+            won, self.won = self.won, False
+        if won:
+            os.close(self.fd)
+
+
+async def _acquire(root: Path, timeout: float) -> int:
+    """A descriptor holding the vault's machine lock. The gate is taken first and let go once
+    the lock is held, so at most one waiter queues on the lock itself and it is the one the
+    kernel hands the lock to at release. LockTimeout after `timeout` seconds."""
+    gate = _open(_gate_path(root))
+    try:
+        fd = _open(lock_path(root))
+    except BaseException:
+        os.close(gate)
+        raise
+    try:
+        gated = _try(gate)
+        if gated and _try(fd):  # uncontended: no thread
+            os.close(gate)
+            return fd
+    except BaseException:
+        os.close(gate)
+        os.close(fd)
+        raise
+    wait = _Wait(asyncio.get_running_loop(), gate, fd, gated)
+    try:
+        threading.Thread(target=wait.run, name="vault-lock-wait", daemon=True).start()
+    except BaseException:  # no thread: let go of the gate, or every later writer queues on it
+        os.close(gate)
+        os.close(fd)
+        raise
+    try:
+        async with asyncio.timeout(timeout):
+            await wait.future
+    except TimeoutError:
+        wait.give_up()
+        raise _busy(timeout) from None
+    except BaseException:  # cancelled: the lock, if won meanwhile, is let go at once
+        wait.give_up()
+        raise
+    return fd
+
+
 @contextlib.asynccontextmanager
 async def _machine_lock(root: Path, timeout: float) -> AsyncIterator[None]:
-    fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = await _acquire(root, timeout)
     try:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        step = _STEP
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if loop.time() >= deadline:
-                    raise _busy(timeout) from None
-                await asyncio.sleep(step)
-                step = min(step * 2, 0.05)
         yield
     finally:
         os.close(fd)  # closing the description releases the lock
@@ -147,7 +244,7 @@ _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, asyncio
 @contextlib.asynccontextmanager
 async def write_lock(root: Path, db: Database | None = None) -> AsyncIterator[None]:
     """`vault_lock` for a Store's writes: re-entrant within a task, and a process's own
-    writers queue in turn first, so only one of them polls the lock itself."""
+    writers queue in turn first, so only one of them waits for the lock itself."""
     if _HOLDING.get() == root:
         yield
         return

@@ -31,7 +31,8 @@ def register(sub: Any) -> None:  # argparse subparsers
                        help="DEBUG, INFO, WARNING or ERROR (default INFO, or BRAIN_LOG_LEVEL)")
     serve.add_argument("--workers", type=_processes, default=None, metavar="N",
                        help="processes that run the work, this one included; they share "
-                            "the journal and the port (default: BRAIN_PROCESSES, else 1)")
+                            "the journal and the port (default: BRAIN_PROCESSES, else the "
+                            "number of cores)")
     # A helper process of `--workers N` (started by brain serve itself, never by hand).
     serve.add_argument("--work-only", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -34,3 +35,9 @@ def test_a_reaction_may_be_written_with_colons_and_a_time_without_a_leading_zero
 def test_bad_values_are_refused_with_what_is_expected(name: str, value: str, says: str) -> None:
     with pytest.raises(ValidationError, match=says):
         settings(**{name: value})
+
+
+def test_serve_runs_one_process_per_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BRAIN_PROCESSES", raising=False)
+    assert settings().processes == max(os.cpu_count() or 1, 1)
+    assert settings(BRAIN_PROCESSES="1").processes == 1

@@ -78,7 +78,7 @@ class Server:
         # TZ=UTC: the offline classifier's "today" and the fake users.info zone agree.
         self.env.update(SLACK_BOT_TOKEN="xoxb-drive", SLACK_SIGNING_SECRET=SECRET,
                         SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(data),
-                        BRAIN_LLM="offline", TZ="UTC")
+                        BRAIN_LLM="offline", TZ="UTC", BRAIN_PROCESSES="1")
         self.proc: asyncio.subprocess.Process | None = None
 
     async def start(self, **env: str) -> SlackSender:

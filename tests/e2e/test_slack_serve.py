@@ -30,9 +30,12 @@ def free_port() -> int:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without any real Slack/LLM settings, plus `extra`."""
+    """The test's environment without any real Slack/LLM settings, plus `extra`. One process
+    per `brain serve` unless `extra` or `--workers` says otherwise (the default is one per
+    core: the suite would run twice its processes)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLACK_", "BRAIN_", "OPENAI_", "ANTHROPIC_", "DATABASE_"))}
+    env["BRAIN_PROCESSES"] = "1"
     env.update(extra)
     return env
 
