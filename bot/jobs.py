@@ -93,7 +93,7 @@ class JobQueue:
             batch, self._waiting = self._waiting, []
             try:
                 async with self.db.intake_session() as s:
-                    recorded = [await journal.record(s, **job) for job, _ in batch]
+                    recorded = await journal.record_many(s, [job for job, _ in batch])
                     await s.commit()
             except Exception as exc:  # nothing of the batch is recorded: each caller is told
                 for _, done in batch:

@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Table,
     Text,
     and_,
     bindparam,
@@ -83,25 +84,57 @@ async def record(s: AsyncSession, *, key: str, kind: str, user_id: str, lane: st
 
     The unique key is the dedupe record: a retried delivery finds the job already there.
     """
-    for name, value in (("key", key), ("kind", kind), ("lane", lane)):
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidValue(f"job {name} must be a non-empty string")
+    return (await record_many(s, [{"key": key, "kind": kind, "user_id": user_id,
+                                   "lane": lane, "payload": payload}]))[0]
+
+
+# Rows per INSERT: 9 values each, well under SQLite's 32,766 bound variables.
+RECORD_CHUNK = 500
+
+
+async def record_many(s: AsyncSession, jobs: list[dict[str, Any]]) -> list[tuple[int, bool]]:
+    """`record` for several jobs at once, in order: one multi-row INSERT (and one SELECT for
+    keys seen before) instead of a statement each, so a burst's group commit stays a few
+    statements. A key repeated within `jobs` is recorded once (the later ones get False)."""
+    for job in jobs:
+        for name in ("key", "kind", "lane"):
+            value = job.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidValue(f"job {name} must be a non-empty string")
     now = utcnow()
     insert = dialect_insert(s, Job)
-    if insert is None:  # a database without INSERT ... ON CONFLICT: a savepoint does it
-        return await _record_portably(s, key, kind, user_id, lane, payload, now)
-    # One statement: insert unless the key is known (the unique key is the dedupe record).
-    inserted = await s.scalar(
-        insert.values(key=key, kind=kind, user_id=user_id or "", lane=lane,
-                          payload=clean_value(payload), state="pending", attempts=0,
-                          created_at=now, updated_at=now)
-        .on_conflict_do_nothing(index_elements=["key"]).returning(Job.id))
-    if inserted is not None:
-        return int(inserted), True
-    found = await s.scalar(select(Job.id).where(Job.key == key))
-    if found is None:  # pragma: no cover - the conflict row cannot vanish inside a transaction
-        raise InvalidValue(f"job {key!r} neither inserted nor found")
-    return int(found), False
+    if insert is None:  # a database without INSERT ... ON CONFLICT: a savepoint each
+        return [await _record_portably(s, j["key"], j["kind"], j["user_id"], j["lane"],
+                                       j["payload"], now) for j in jobs]
+    firsts: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        firsts.setdefault(job["key"], job)
+    ids: dict[str, int] = {}
+    rows = [{"key": j["key"], "kind": j["kind"], "user_id": j["user_id"] or "",
+             "lane": j["lane"], "payload": clean_value(j["payload"]), "state": "pending",
+             "attempts": 0, "created_at": now, "updated_at": now} for j in firsts.values()]
+    table = Job.__table__
+    assert isinstance(table, Table)
+    for start in range(0, len(rows), RECORD_CHUNK):
+        statement = (dialect_insert(s, table).values(rows[start:start + RECORD_CHUNK])
+                     .on_conflict_do_nothing(index_elements=["key"])
+                     .returning(table.c.id, table.c.key))
+        ids.update({key: int(job_id) for job_id, key in (await s.execute(statement)).all()})
+    new = set(ids)
+    seen = [key for key in firsts if key not in new]
+    for start in range(0, len(seen), RECORD_CHUNK):
+        found = await s.execute(select(Job.id, Job.key).where(
+            Job.key.in_(seen[start:start + RECORD_CHUNK])))
+        ids.update({key: int(job_id) for job_id, key in found.all()})
+    result: list[tuple[int, bool]] = []
+    for job in jobs:
+        key = job["key"]
+        if key not in ids:  # pragma: no cover - the conflict row cannot vanish in a transaction
+            raise InvalidValue(f"job {key!r} neither inserted nor found")
+        first = key in new
+        new.discard(key)  # a repeat of the key within this batch was seen before
+        result.append((ids[key], first))
+    return result
 
 
 async def _record_portably(s: AsyncSession, key: str, kind: str, user_id: str, lane: str,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
+from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult, Result
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,8 +40,9 @@ def rowcount(result: Result[Any]) -> int:
     return int(cast(CursorResult[Any], result).rowcount)
 
 
-def dialect_insert(s: AsyncSession, model: type[Base]) -> Any:
-    """`INSERT` with `on_conflict_do_nothing/update` for the session's database."""
+def dialect_insert(s: AsyncSession, model: type[Base] | Table) -> Any:
+    """`INSERT` with `on_conflict_do_nothing/update` for the session's database (into a model,
+    or a table: many rows without the ORM's per-row work)."""
     name = s.get_bind().dialect.name
     if name == "sqlite":
         return sqlite.insert(model)

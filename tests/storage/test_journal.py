@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from storage import journal
 from storage.db import Database
@@ -120,3 +122,32 @@ async def test_leases_are_measured_on_the_database_clock(pools: list[Database]) 
         server = await journal.clock(s)
     assert server.tzinfo is not None
     assert abs(server - datetime.now(UTC)) < timedelta(seconds=5)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=12), min_size=1,
+                        max_size=4))
+async def test_a_batch_records_each_new_key_once_in_order(
+        tmp_path_factory: pytest.TempPathFactory, batches: list[list[str]]) -> None:
+    """The intake's group commit (`record_many`): within and across batches, a key's first
+    delivery is new and every later one finds the same job; new jobs get ids in the order
+    they arrived (a lane runs in that order)."""
+    db = await Database.open(fresh_url(tmp_path_factory.mktemp("batch")))
+    try:
+        seen: dict[str, int] = {}
+        for batch in batches:
+            async with db.session() as s:
+                got = await journal.record_many(s, [
+                    {"key": f"k:{key}", "kind": "turn", "user_id": "U1", "lane": "lane",
+                     "payload": {"n": n}} for n, key in enumerate(batch)])
+                await s.commit()
+            new_ids = []
+            for key, (job_id, first) in zip(batch, got, strict=True):
+                assert first == (key not in seen), (batch, got)
+                if first:
+                    new_ids.append(job_id)
+                    seen[key] = job_id
+                assert job_id == seen[key]
+            assert new_ids == sorted(new_ids) and len(set(new_ids)) == len(new_ids)
+    finally:
+        await db.close()
