@@ -390,6 +390,9 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
+            if len(raw) < length:  # the client went away mid-request (a killed replica):
+                self.close_connection = True  # no request, as a real server would not serve it
+                return
             path = self.path.split("?", 1)[0]
             if path not in (OPENAI_PATH, ANTHROPIC_PATH):
                 self._send(Reply(404, {"error": {"message": f"no route {path}"}}), path)
