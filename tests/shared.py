@@ -20,3 +20,14 @@ def _shared() -> Path:
 SHARED = _shared()
 REAL_VAULT = SHARED / "data" / "real-vault"
 SLACK_FIXTURES = SHARED / "fixtures" / "slack"
+
+
+def ids_on_disk(root: Path) -> dict[str, list[str]]:
+    """Each note id in the vault at `root` -> the files carrying it (a note made twice shows)."""
+    from storage.notes import parse_note
+
+    found: dict[str, list[str]] = {}
+    for path in root.rglob("*.md"):
+        note_id = parse_note(path.read_text(encoding="utf-8")).frontmatter.get("id")
+        found.setdefault(str(note_id), []).append(path.relative_to(root).as_posix())
+    return found

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 from storage.db import Database
-from storage.notes import parse_note
 from storage.store import Store
 from storage.vault import Vault
 from tests.databases import fresh_url
+from tests.shared import ids_on_disk
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 40
@@ -48,14 +48,6 @@ asyncio.run(main(*sys.argv[1:6], int(sys.argv[6])))
 """
 
 
-def _ids_on_disk(root: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for path in root.rglob("*.md"):
-        note_id = parse_note(path.read_text(encoding="utf-8")).frontmatter.get("id")
-        found.setdefault(str(note_id), []).append(path.relative_to(root).as_posix())
-    return found
-
-
 async def test_two_processes_making_one_id_at_once_make_one_note(tmp_path: Path) -> None:
     root, sync = tmp_path / "vault", tmp_path / "sync"
     sync.mkdir()
@@ -70,7 +62,7 @@ async def test_two_processes_making_one_id_at_once_make_one_note(tmp_path: Path)
         assert p.returncode == 0, err.decode()[-2000:]
     a, b = ([json.loads(line) for line in out.decode().splitlines()] for out, _ in outs)
     assert len(a) == len(b) == ROUNDS
-    on_disk = _ids_on_disk(root)
+    on_disk = ids_on_disk(root)
     for ra, rb in zip(a, b, strict=True):
         note_id = f"e_round{ra['round']:07d}"
         assert ra["id"] == rb["id"] == note_id
@@ -94,6 +86,6 @@ async def test_a_made_note_is_found_again_and_a_new_id_is_made(tmp_path: Path) -
         _, made_third = await store.create_once("admin", "Other", {}, "y\n",
                                                 entry_id="e_kites0001")
         assert made_third
-        assert _ids_on_disk(store.vault.root) == {"e_kites0001": ["admin/other.md"]}
+        assert ids_on_disk(store.vault.root) == {"e_kites0001": ["admin/other.md"]}
     finally:
         await db.close()

@@ -15,23 +15,15 @@ from sqlalchemy import func, select
 
 from storage.db import Database
 from storage.models import Capture
-from storage.notes import parse_note
 from storage.store import Store
 from storage.vault import Vault
 from tests.databases import fresh_url
+from tests.shared import ids_on_disk
 from tools.base import ToolContext, derived_id
 from tools.classify_and_capture import file_thought
 
 ADMIN = {"category": "admin", "confidence": 0.9, "name": "Renew the passport"}
 INBOX = {"category": "ideas", "confidence": 0.2, "name": "Passport thought"}  # -> inbox
-
-
-def _ids_on_disk(root: Path) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for path in root.rglob("*.md"):
-        note_id = parse_note(path.read_text(encoding="utf-8")).frontmatter.get("id")
-        found.setdefault(str(note_id), []).append(path.relative_to(root).as_posix())
-    return found
 
 
 async def _receipts(db: Database, entry_id: str) -> list[tuple[str, str]]:
@@ -60,7 +52,7 @@ async def test_both_attempts_of_one_job_file_one_note_with_one_receipt(tmp_path:
                 file_thought(first, "Renew the passport before June", dict(hints[0])),
                 file_thought(second, "Renew the passport before June", dict(hints[1])))
             note_id = derived_id(key, 1)
-            paths = _ids_on_disk(root)[note_id]
+            paths = ids_on_disk(root)[note_id]
             assert len(paths) == 1, paths
             assert {o.data["path"] for o in outs} == {paths[0]}
             category = paths[0].split("/", 1)[0]
