@@ -199,10 +199,17 @@ def needs_tidy(stats: RefreshStats) -> bool:
 
 
 async def tidy(engine: AsyncEngine) -> None:
-    """After a large refresh, on PostgreSQL: VACUUM (ANALYZE) the index tables, outside any
+    """After a large refresh. On PostgreSQL: VACUUM (ANALYZE) the index tables, outside any
     transaction. Counting and listing then read the indexes only (the visibility map), new
     words leave the GIN pending lists, and the planner knows the new words' frequencies;
-    without it the first minute after a 50k import is 2-5x slower. Nothing on SQLite."""
+    without it the first minute after a 50k import is 2-5x slower. On SQLite: ANALYZE them
+    (~0.1 s at 20k notes): without statistics its planner guessed, e.g. walking a vault's
+    every link in path order for one note's backlinks."""
+    if engine.dialect.name == "sqlite":
+        async with engine.begin() as conn:
+            await conn.execute(text("ANALYZE index_notes"))
+            await conn.execute(text("ANALYZE index_links"))
+        return
     if engine.dialect.name != "postgresql":
         return
     async with engine.connect() as conn:
