@@ -109,15 +109,18 @@ class IndexKeeper:
             await embed_pending(self.db, store.index.key, self.meaning, prune=False)
 
     async def catch_up(self, store: Store, *, budget: float, window: int | None = None,
-                       progress: Progress | None = None) -> EmbedStats | None:
+                       progress: Progress | None = None,
+                       rescan: bool = True) -> EmbedStats | None:
         """Vectors for the notes of `store` that lack them, newest first, for at most about
         `budget` seconds (a CLI verb: its search by meaning needs them, and a write wants its
-        note found by meaning next time); None when the model is off."""
+        note found by meaning next time); None when the model is off. `rescan=False` where
+        the background indexer keeps the index fresh (a server answering the CLI)."""
         from storage.indexer import WINDOW_NOTES, embed_pending
 
         if not await store.meaning.ready():
             return None
-        await store.refresh()
+        if rescan:
+            await store.refresh()
         return await embed_pending(self.db, store.index.key, store.meaning, progress=progress,
                                    prune=False, budget=budget,
                                    window=window or WINDOW_NOTES)

@@ -55,9 +55,10 @@ async def answering_cli(brain: Brain, vault: Path | str | None) -> AsyncIterator
 
     async def ready(user: str) -> None:
         """As the CLI's own run: notes without vectors get them first. When meaning is off or
-        some are still waiting, the CLI runs the verb itself (it says so)."""
+        some are still waiting, the CLI runs the verb itself (it says so). No rescan: the
+        indexer's, at most a few seconds old, is trusted (the README says so)."""
         store = brain.store_for(user)
-        stats = await brain.keeper.catch_up(store, budget=SEARCH_EMBED_SECONDS)
+        stats = await brain.keeper.catch_up(store, budget=SEARCH_EMBED_SECONDS, rescan=False)
         if stats is None or stats.pending:
             raise RuntimeError("search by meaning is not ready here")
 
