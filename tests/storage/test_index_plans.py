@@ -2,7 +2,7 @@
 
 Without statistics SQLite's planner walked every row of a vault for `lookup` (four ways of
 naming a note in one OR: 56 ms at 20k notes, so an answer reading eight notes spent 0.45 s
-there) and for `stems_taken` (a substr() test on each row). The plans are checked, not the
+there), for `stems_taken` (a substr() test on each row) and for `due` (no index had the day). The plans are checked, not the
 time: the same plan is chosen for 40 notes as for 20,000.
 """
 
@@ -79,15 +79,21 @@ def many_notes(n: int) -> dict[str, str]:
 
 
 @pytest.mark.skipif(on_postgres(), reason="SQLite's planner (PostgreSQL keeps statistics)")
-async def test_a_lookup_and_the_free_stems_read_only_the_rows_they_name(
+async def test_a_lookup_the_free_stems_and_what_is_due_read_only_the_rows_they_name(
         tmp_path: Path, db: Database) -> None:
-    index = await indexed(db, Vault(tmp_path / "v"), many_notes(40))
+    notes = many_notes(40)
+    notes["admin/note-3.md"] = notes["admin/note-3.md"].replace(
+        "---\nSee", "due_date: 2026-03-09\n---\nSee")
+    index = await indexed(db, Vault(tmp_path / "v"), notes)
     with statements(db) as seen:
         async with db.session() as s:
             for ref in ("e_000000000007", "ideas/note-0.md", "ideas/note-0", "Note 5",
                         "note-9"):
                 assert len(await index.lookup(s, ref)) == 1, ref
             assert await index.stems_taken(s, "note-1") == {"note-1"}
+            assert [e.path for e in (await index.due(
+                s, after="2026-03-01", until="2026-03-31")).entries] == ["admin/note-3.md"]
+            assert (await index.due(s, after=None, until="2026-02-28")).entries == []
     assert len(seen) > 6
     for statement, params in seen:
         assert await walks(db, statement, params) == [], statement
