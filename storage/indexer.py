@@ -13,7 +13,9 @@ In a long-running process (`brain serve`, `brain mcp`) one `Indexer` runs two ta
   event loop keeps serving turns) and written in its own transaction. The work is resumable:
   what is written stays, and what is missing is found again from the database. A new note is
   searchable by meaning within a second or two of being filed: the embedder waits for
-  writes to pause (SETTLE), so it never competes with the turn that wrote.
+  writes to pause (SETTLE), so it never competes with the turn that wrote. One process of a
+  machine embeds a vault at a time (`brain serve --workers N` runs N indexers; each found the
+  same notes without vectors and embedded them again); the others look again a second later.
 
 `embed_pending` is the same work in the foreground, for `brain reindex`.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from storage.db import Database
+from storage.locks import if_free
 from storage.meaning import Meaning
 
 if TYPE_CHECKING:
@@ -51,6 +54,8 @@ PRUNE_EVERY = 60.0  # seconds between checks for vectors no note uses, per vault
 # the turn still running: +14 ms per capture turn in `bench_slack` (performance.md).
 SETTLE = 0.3
 MAX_SETTLE = 2.0
+# While another process of the machine embeds a vault, this one looks again this often.
+BUSY_RETRY = 1.0
 
 # (notes done, notes to do in all, seconds since the start)
 Progress = Callable[[int, int, float], None]
@@ -138,6 +143,11 @@ async def _embed_and_write(db: Database, vault_key: str, meaning: Meaning,
         await session.commit()
 
 
+def embed_lock(vault_key: str, model: str) -> str:
+    """The name of the machine's lock held while a process embeds that vault's notes."""
+    return f"embed:{vault_key}:{model}"
+
+
 class Indexer:
     """Keeps the watched vaults' index fresh and embedded, in the background."""
 
@@ -218,13 +228,17 @@ class Indexer:
             await self._settle()
             if not await self.meaning.ready():
                 continue  # no model: the words index is all there is (logged once at load)
+            busy = False
             for key in list(self._stores):
                 try:
-                    await self._embed_vault(key)
+                    busy |= not await self._embed_vault(key)
                 except Exception as exc:
                     self._failed("embedding failed", exc)
                     await asyncio.sleep(self.scan_every)  # not in a tight loop
                     self._wake.set()
+            if busy:  # another process embeds that vault now: look again when it may be done
+                await asyncio.sleep(BUSY_RETRY)
+                self._wake.set()
 
     async def _settle(self) -> None:
         """Wait until no write has woken us for SETTLE seconds, or MAX_SETTLE in all."""
@@ -239,21 +253,28 @@ class Indexer:
                 break
         self._wake.clear()
 
-    async def _embed_vault(self, key: str) -> None:
+    async def _embed_vault(self, key: str) -> bool:
+        """Vectors for the vault's notes without them; False when another process of this
+        machine is doing it now (each `--workers` process would embed the same notes)."""
         from storage.index import vector_rows
 
         async with self.db.session() as session:
             generation = (await vector_rows.generations(session)).get(key, (0, 0))[0]
         if self._embedded_at.get(key) == generation:
-            return  # nothing changed since everything had vectors
-        due = time.monotonic() - self._pruned_at.get(key, 0.0) >= PRUNE_EVERY
-        stats = await embed_pending(self.db, key, self.meaning, batch=self.batch, prune=due)
-        if due:
-            self._pruned_at[key] = time.monotonic()
-        self._embedded_at[key] = generation
-        if stats.embedded:
-            log.debug("embedded %d note(s) in %.2f s", stats.embedded, stats.seconds)
+            return True  # nothing changed since everything had vectors
+        with if_free(embed_lock(key, self.meaning.model)) as mine:
+            if not mine:
+                return False
+            due = time.monotonic() - self._pruned_at.get(key, 0.0) >= PRUNE_EVERY
+            stats = await embed_pending(self.db, key, self.meaning, batch=self.batch,
+                                        prune=due)
+            if due:
+                self._pruned_at[key] = time.monotonic()
+            self._embedded_at[key] = generation
+            if stats.embedded:
+                log.debug("embedded %d note(s) in %.2f s", stats.embedded, stats.seconds)
         await self._warm(key)
+        return True
 
     async def _warm(self, key: str) -> None:
         """Load the new vectors into this process's matrix now, so no turn waits for it."""

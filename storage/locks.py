@@ -34,7 +34,7 @@ import os
 import tempfile
 import threading
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,12 +62,16 @@ def _busy(timeout: float) -> LockTimeout:
                        "try again")
 
 
-def lock_path(root: Path) -> Path:
-    """The lock file of the vault at `root` (one per real path and machine user)."""
+def _folder() -> Path:
     folder = Path(tempfile.gettempdir()) / f"second-brain-locks-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def lock_path(root: Path) -> Path:
+    """The lock file of the vault at `root` (one per real path and machine user)."""
     digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:32]
-    return folder / f"{digest}.lock"
+    return _folder() / f"{digest}.lock"
 
 
 def _gate_path(root: Path) -> Path:
@@ -224,6 +228,18 @@ async def vault_lock(root: Path, timeout: float = WAIT_SECONDS,
         left = max(deadline - loop.time(), 0.001)
         async with _database_lock(db, root, left):
             yield
+
+
+@contextlib.contextmanager
+def if_free(name: str) -> Iterator[bool]:
+    """This machine's lock called `name` if nobody holds it now (never waits): yields
+    whether it is held, until the block ends or the holder dies. For work that one process
+    does for all (the vectors of a vault's new notes), where the others look again later."""
+    fd = _open(_folder() / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.once")
+    try:
+        yield _try(fd)
+    finally:
+        os.close(fd)
 
 
 async def index_lock(session: AsyncSession, key: str) -> None:
