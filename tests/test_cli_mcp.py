@@ -1,5 +1,11 @@
 """`brain mcp` as an MCP client runs it: a real process driven by the official SDK's own client,
-over stdio (as desktop clients start it) and over streamable HTTP."""
+over stdio (as desktop clients start it) and over streamable HTTP.
+
+The tests marked ON_ALICE share one stdio server and session (`alice`, built once per module
+and xdist worker): a start costs ~2 s of CPU, mostly imports. Each works on notes of its own,
+so none depends on another having run; tests about the start, the handshake, a flag or the
+environment, or the stop start their own process.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,12 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
@@ -49,17 +57,63 @@ async def stdio(tmp_path: Path, *args: str, mode: str = "auto",
         yield client
 
 
+@dataclass(frozen=True)
+class Served:
+    """The shared `brain mcp --user alice --create` and its data directory."""
+
+    client: Client
+    data: Path
+
+    @property
+    def vault(self) -> Path:
+        return self.data / "vaults" / "alice"
+
+
+ON_ALICE = pytest.mark.asyncio(loop_scope="module")  # the tests that share `alice`
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def alice(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    tmp = tmp_path_factory.mktemp("alice")
+    ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+
+    async def hold() -> None:  # the client's task groups are entered and left in one task
+        async with stdio(tmp, "--user", "alice", "--create") as client:
+            ready.set_result(client)
+            await stop.wait()
+
+    holder = asyncio.create_task(hold())
+    await asyncio.wait({holder, ready}, return_when=asyncio.FIRST_COMPLETED)
+    if not ready.done():
+        holder.result()  # the start failed: its error
+        raise AssertionError("the shared server stopped before its session started")
+    try:
+        yield Served(ready.result(), tmp / "data")
+    finally:
+        stop.set()
+        await holder
+
+
 def _text(result: Any) -> str:
     assert len(result.content) == 1 and result.content[0].type == "text"
     text_: str = result.content[0].text
     return text_
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])  # initialize handshake / 2026 discovery
+@ON_ALICE
 async def test_lists_every_tool_with_the_models_schema_and_read_only_hints(
-        tmp_path: Path, mode: str) -> None:
-    async with stdio(tmp_path, mode=mode) as client:
-        listed = (await client.list_tools()).tools
+        alice: Served) -> None:
+    _check_listed((await alice.client.list_tools()).tools)  # the 2026 discovery (mode auto)
+
+
+async def test_lists_the_same_tools_after_the_legacy_initialize_handshake(
+        tmp_path: Path) -> None:
+    async with stdio(tmp_path, mode="legacy") as client:
+        _check_listed((await client.list_tools()).tools)
+
+
+def _check_listed(listed: list[Any]) -> None:
     offered = [s for s in tool_specs() if not TOOLS[s["name"]].internal]
     assert [t.name for t in listed] == [s["name"] for s in offered] + ["ask", "history",
                                                                        "undo"]
@@ -78,22 +132,22 @@ async def test_lists_every_tool_with_the_models_schema_and_read_only_hints(
     assert hints["classify_and_capture"] is False and hints["move_entry"] is False
 
 
-async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(tmp_path: Path) -> None:
-    async with stdio(tmp_path, "--user", "alice", "--create") as client:
-        captured = await client.call_tool("classify_and_capture", {
-            "text": "Renew the passport before the June trip",
-            "hints": {"category": "admin", "confidence": 0.9, "name": "Renew passport",
-                      "due_date": "2031-05-31"}})
-        assert not captured.is_error, _text(captured)
-        note = captured.structured_content
-        assert note["category"] == "admin" and note["status"] == "filed"
-        found = await client.call_tool("search_entries", {"query": "passport"})
+@ON_ALICE
+async def test_capture_files_a_note_with_its_receipt_and_search_finds_it(alice: Served) -> None:
+    client = alice.client
+    captured = await client.call_tool("classify_and_capture", {
+        "text": "Renew the passport before the June trip",
+        "hints": {"category": "admin", "confidence": 0.9, "name": "Renew passport",
+                  "due_date": "2031-05-31"}})
+    assert not captured.is_error, _text(captured)
+    note = captured.structured_content
+    assert note["category"] == "admin" and note["status"] == "filed"
+    found = await client.call_tool("search_entries", {"query": "passport"})
     assert not found.is_error, _text(found)
     assert [e["path"] for e in found.structured_content["entries"]] == [note["path"]]
     # The note is a file in alice's vault, and its capture receipt is written like any other.
-    vault = tmp_path / "data" / "vaults" / "alice"
-    assert "Renew the passport" in (vault / note["path"]).read_text(encoding="utf-8")
-    receipt = await _receipt(tmp_path, note["id"])
+    assert "Renew the passport" in (alice.vault / note["path"]).read_text(encoding="utf-8")
+    receipt = await _receipt(alice.data, note["id"])
     assert receipt is not None
     assert (receipt.user_id, receipt.path, receipt.status) == ("alice", note["path"], "filed")
 
@@ -120,16 +174,17 @@ async def test_capture_with_a_url_keeps_the_page_and_refuses_a_private_one(
         await pages.close()
 
 
-async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:
-    async with stdio(tmp_path, "--user", "alice", "--create") as client:
-        await client.call_tool("classify_and_capture", {
-            "text": "We decided to hold the offsite in Sintra: the venue fits all 60 people",
-            "hints": {"category": "projects", "confidence": 0.9, "name": "Company offsite"}})
-        asked = await client.call_tool("ask", {"question": "Where is the offsite?"})
-        nothing = await client.call_tool("ask", {"question": "What is my wifi password?"})
-        bad = await client.call_tool("ask", {"question": ""})
-        with pytest.raises(MCPError) as hidden:  # the loop's own final step is not offered
-            await client.call_tool("answer", {"sentences": []})
+@ON_ALICE
+async def test_ask_answers_with_sources_from_the_vault(alice: Served) -> None:
+    client = alice.client
+    await client.call_tool("classify_and_capture", {
+        "text": "We decided to hold the offsite in Sintra: the venue fits all 60 people",
+        "hints": {"category": "projects", "confidence": 0.9, "name": "Company offsite"}})
+    asked = await client.call_tool("ask", {"question": "Where is the offsite?"})
+    nothing = await client.call_tool("ask", {"question": "What is my wifi password?"})
+    bad = await client.call_tool("ask", {"question": ""})
+    with pytest.raises(MCPError) as hidden:  # the loop's own final step is not offered
+        await client.call_tool("answer", {"sentences": []})
     assert not asked.is_error, _text(asked)
     answer = asked.structured_content
     assert answer["found"] is True and "Sintra" in answer["answer"]
@@ -141,33 +196,32 @@ async def test_ask_answers_with_sources_from_the_vault(tmp_path: Path) -> None:
     assert hidden.value.message == "Unknown tool: answer"
 
 
-async def test_history_and_undo_name_the_client_and_put_files_back(tmp_path: Path) -> None:
-    async with stdio(tmp_path, "--user", "alice", "--create") as client:
-        captured = await client.call_tool("classify_and_capture", {
-            "text": "Call the plumber about the leak",
-            "hints": {"category": "admin", "confidence": 0.9, "name": "Call plumber"}})
-        path = captured.structured_content["path"]
-        moved = await client.call_tool("move_entry", {"path": path,
-                                                         "target_category": "projects"})
-        assert not moved.is_error, _text(moved)
-        listed = await client.call_tool("history", {"note": "Call plumber"})
-        undone = await client.call_tool("undo", {})
-        bad = await client.call_tool("undo", {"change": "zz"})
-        unknown = await client.call_tool("history", {"limit": 0})
+@ON_ALICE
+async def test_history_and_undo_name_the_client_and_put_files_back(alice: Served) -> None:
+    client = alice.client
+    captured = await client.call_tool("classify_and_capture", {
+        "text": "Call the plumber about the leak",
+        "hints": {"category": "admin", "confidence": 0.9, "name": "Call plumber"}})
+    path = captured.structured_content["path"]
+    moved = await client.call_tool("move_entry", {"path": path, "target_category": "projects"})
+    assert not moved.is_error, _text(moved)
+    listed = await client.call_tool("history", {"note": "Call plumber"})
+    undone = await client.call_tool("undo", {})  # alice's last change: the move just made
+    bad = await client.call_tool("undo", {"change": "zz"})
+    unknown = await client.call_tool("history", {"limit": 0})
     assert not listed.is_error, _text(listed)
     changes = listed.structured_content["changes"]
     assert [c["action"] for c in changes] == ["move", "create"]
     assert all(c["who"] == "alice" and c["source"].startswith("mcp ") for c in changes)
     assert not undone.is_error, _text(undone)
     assert undone.structured_content["undoes"] == changes[0]["id"]
-    vault = tmp_path / "data" / "vaults" / "alice"
-    assert (vault / path).is_file() and not (vault / moved.structured_content[
+    assert (alice.vault / path).is_file() and not (alice.vault / moved.structured_content[
         "new_path"]).exists()
     assert bad.is_error and unknown.is_error and "limit" in _text(unknown)
 
 
-async def _receipt(tmp_path: Path, entry_id: str) -> repositories.CaptureRow | None:
-    brain = await Brain.start(Settings(BRAIN_DATA_DIR=tmp_path / "data"),  # type: ignore[call-arg]
+async def _receipt(data: Path, entry_id: str) -> repositories.CaptureRow | None:
+    brain = await Brain.start(Settings(BRAIN_DATA_DIR=data),  # type: ignore[call-arg]
                               provider=ScriptedProvider())
     try:
         async with brain.core.db.session() as s:
@@ -197,37 +251,41 @@ BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-async def test_bad_calls_get_exactly_the_error_the_model_gets(tmp_path: Path) -> None:
-    seen_by_model = await _model_sees(tmp_path / "model", BAD_CALLS)
-    async with stdio(tmp_path / "mcp") as client:
-        for (name, args), expected in zip(BAD_CALLS, seen_by_model, strict=True):
-            result = await client.call_tool(name, args)
-            assert result.is_error, name
-            assert _text(result) == expected
+@ON_ALICE
+async def test_bad_calls_get_exactly_the_error_the_model_gets(alice: Served) -> None:
+    # the model's turn runs on the same data and user, so a name lookup sees the same notes
+    seen_by_model = await _model_sees(alice.data, "alice", BAD_CALLS)
+    for (name, args), expected in zip(BAD_CALLS, seen_by_model, strict=True):
+        result = await alice.client.call_tool(name, args)
+        assert result.is_error, name
+        assert _text(result) == expected
     assert "limit: 0 is less than the minimum of 1" in seen_by_model[0]
 
 
-async def test_an_unknown_tool_is_the_protocol_error_the_spec_names(tmp_path: Path) -> None:
+@ON_ALICE
+async def test_an_unknown_tool_is_the_protocol_error_the_spec_names(alice: Served) -> None:
     """MCP: "Unknown tools" are a JSON-RPC error -32602, not a tool result (a model, which
     can correct itself, still gets an error result: tests/tools/test_registry.py)."""
-    async with stdio(tmp_path) as client:
-        with pytest.raises(MCPError) as raised:
-            await client.call_tool("forget_everything", {})
-        listed = await client.list_tools()  # the session goes on
+    with pytest.raises(MCPError) as raised:
+        await alice.client.call_tool("forget_everything", {})
+    listed = await alice.client.list_tools()  # the session goes on
     assert raised.value.code == INVALID_PARAMS == -32602
     assert raised.value.message == "Unknown tool: forget_everything"
     assert "forget_everything" not in {t.name for t in listed.tools}
 
 
-async def _model_sees(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """The tool results a model gets for these calls in one turn (what its next request holds)."""
+async def _model_sees(data: Path, user: str,
+                      calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The tool results a model gets for these calls in one turn (what its next request holds),
+    acting for `user` on the data directory `data`."""
     provider = ScriptedProvider(answers=[
         tools(*(call(name, args, f"c{i}") for i, (name, args) in enumerate(calls))),
         text("Sorry, that did not work.")])
-    brain = await Brain.start(Settings(BRAIN_DATA_DIR=tmp_path / "data"),  # type: ignore[call-arg]
+    brain = await Brain.start(Settings(BRAIN_DATA_DIR=data),  # type: ignore[call-arg]
                               provider=provider)
     try:
-        await brain.turns.handle(conversation_key="cli:local:t", user_id="local", text="do things")
+        await brain.turns.handle(conversation_key=f"cli:{user}:t", user_id=user,
+                                 text="do things")
     finally:
         await brain.close()
     results = provider.requests[1].messages[-1].tool_results
@@ -316,19 +374,20 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     assert bad.is_error and "limit: 'ten' is not of type 'integer'" in _text(bad)
 
 
-async def test_update_entry_reads_dates_as_a_capture_does(tmp_path: Path) -> None:
+@ON_ALICE
+async def test_update_entry_reads_dates_as_a_capture_does(alice: Served) -> None:
     """"tomorrow" becomes its day; "2026-13-45" is refused and the note stays as it was (it
     was stored, and digests and reminders then skipped the note)."""
-    async with stdio(tmp_path) as client:
-        made = await client.call_tool("classify_and_capture",
-                                      {"text": "Project: website relaunch with the agency"})
-        ref = made.structured_content["id"]
-        good = await client.call_tool("update_entry", {"path": ref,
-                                                       "updates": {"due_date": "tomorrow"}})
-        path = tmp_path / "data" / "vaults" / "local" / made.structured_content["path"]
-        before = path.read_bytes()
-        bad = await client.call_tool("update_entry", {"path": ref,
-                                                      "updates": {"due_date": "2026-13-45"}})
+    client = alice.client
+    made = await client.call_tool("classify_and_capture",
+                                  {"text": "Project: website relaunch with the agency"})
+    ref = made.structured_content["id"]
+    good = await client.call_tool("update_entry", {"path": ref,
+                                                   "updates": {"due_date": "tomorrow"}})
+    path = alice.vault / made.structured_content["path"]
+    before = path.read_bytes()
+    bad = await client.call_tool("update_entry", {"path": ref,
+                                                  "updates": {"due_date": "2026-13-45"}})
     assert not good.is_error, _text(good)
     due = good.structured_content["due_date"]
     assert len(due) == 10 and due[4] == "-" and due[7] == "-"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.commands.common import check_vault, port_number, run, user_id
+from bot.commands.common import CommandError, check_vault, fail, port_number, run, user_id
 
 DEFAULT_PORT = 8765
 
@@ -39,8 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    from bot.mcp.security import Refused
-    from bot.mcp.transports import serve_http, serve_stdio  # imports the mcp SDK: only here
+    from bot.mcp.security import Refused, check_token, parse_hosts
 
     # stdout is the protocol channel in stdio mode: logs go to stderr.
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -49,9 +48,24 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     settings = Settings()
     user = user_id(settings, args)
+    # Refused before the SDK and the brain are imported (~2 s of CPU): a bad --user or
+    # --vault, off loopback without a token, a bad host list.
+    try:
+        check_vault(settings, args)
+        if args.http:
+            check_token(args.host, settings.mcp_token)
+            parse_hosts(settings.mcp_allowed_hosts)
+    except CommandError as exc:
+        return fail(exc.message, exc.code, exc.kind)
+    except Refused as exc:
+        print(f"brain: not serving: {exc}", file=sys.stderr)
+        return 2
 
     async def go() -> int:
-        check_vault(settings, args)
+        # Imported inside `run`, under its gen-0 threshold (common.py), as other verbs import
+        # the brain: 100 collections during a start instead of 340 (~0.05 s of CPU).
+        from bot.mcp.transports import serve_http, serve_stdio  # imports the mcp SDK: only here
+
         if args.http:
             await serve_http(settings, user_id=user, vault=args.vault, host=args.host,
                              port=args.port)
@@ -61,7 +75,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     try:
         return run(go)
-    except Refused as exc:  # off loopback without a token, a bad host list
+    except Refused as exc:  # (checked above; serve_http checks again as it builds the app)
         print(f"brain: not serving: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # port in use, data dir not writable...

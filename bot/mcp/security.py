@@ -15,9 +15,13 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+# Only for types: `brain mcp` checks its token and host list with this module before it
+# imports the SDK (~1 s of CPU), so a refused start stays cheap.
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 MIN_TOKEN_CHARS = 16
@@ -79,6 +83,8 @@ def _with_ports(host: str) -> list[str]:
 def transport_security(bind: str, allowed: Iterable[str] = ()) -> TransportSecuritySettings:
     """DNS-rebinding protection for a server bound to `bind`: the loopback names, the bound
     address (unless it is 0.0.0.0 / ::) and the configured names, as Host and as Origin."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     names = list(LOOPBACK_NAMES)
     if not _unspecified(bind) and _bracketed(bind).lower() not in names:
         names.append(_bracketed(bind).lower())

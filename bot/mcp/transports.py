@@ -9,18 +9,17 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any
-
-from mcp.server.stdio import stdio_server
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from typing import TYPE_CHECKING, Any
 
 from bot.brain import Brain
 from bot.commands.served import answering_cli
 from bot.config import Settings
 from bot.mcp.security import BearerToken, check_token, parse_hosts, transport_security
-from bot.mcp.server import build_server
+
+# The SDK (~1 s of imports) is imported once the brain has started: a vault it refuses (a
+# symlinked folder) is refused without it.
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 MCP_PATH = "/mcp"
 
@@ -48,30 +47,40 @@ async def _brain(settings: Settings, user_id: str, vault: Path | None) -> AsyncI
 async def serve_stdio(settings: Settings, *, user_id: str, vault: Path | None) -> None:
     """Serve one client over stdin/stdout until it closes them. While serving, the transport
     points fd 1 at stderr: stray output cannot corrupt the wire."""
-    async with _brain(settings, user_id, vault) as brain, stdio_server() as (read, write):
-        server = build_server(brain, user_id, version=_version())
-        await server.run(read, write, server.create_initialization_options())
+    async with _brain(settings, user_id, vault) as brain:
+        from mcp.server.stdio import stdio_server
+
+        from bot.mcp.server import build_server
+
+        async with stdio_server() as (read, write):
+            server = build_server(brain, user_id, version=_version())
+            await server.run(read, write, server.create_initialization_options())
 
 
 async def serve_http(settings: Settings, *, user_id: str, vault: Path | None, host: str,
                      port: int) -> None:
     """Streamable HTTP on http://host:port/mcp (and GET /health) until SIGINT/SIGTERM."""
-    import uvicorn  # the HTTP server the SDK's own HTTP transport is run with
-
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"ok": True})
-
     # Refused before anything starts: off loopback without a token, a bad host list.
     token = check_token(host, settings.mcp_token)
-    security = transport_security(host, parse_hosts(settings.mcp_allowed_hosts))
+    allowed = parse_hosts(settings.mcp_allowed_hosts)
     # Bound before the brain starts: a port in use is a clear OSError, not a log line.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.create_server((host, port), family=family)
     try:
         async with _brain(settings, user_id, vault) as brain:
+            import uvicorn  # the HTTP server the SDK's own HTTP transport is run with
+            from starlette.responses import JSONResponse
+            from starlette.routing import Route
+
+            from bot.mcp.server import build_server
+
+            async def health(request: Request) -> JSONResponse:
+                return JSONResponse({"ok": True})
+
             server = build_server(brain, user_id, version=_version())
             # DNS-rebinding protection for every bind address (the SDK's own covers only
             # three loopback names), and the bearer token when one is set.
+            security = transport_security(host, allowed)
             app: Any = server.streamable_http_app(
                 streamable_http_path=MCP_PATH, host=host, transport_security=security,
                 custom_starlette_routes=[Route("/health", health)])

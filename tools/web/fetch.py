@@ -7,18 +7,21 @@ address check."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlparse
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
+# aiohttp (~0.15 s of imports) is imported by `fetch`, when a page is fetched: every process
+# that has the tools (`brain mcp`, `brain chat`, ...) imports this module at start.
+if TYPE_CHECKING:
+    from aiohttp.abc import AbstractResolver
 
 USER_AGENT = "SecondBrainForSlack/0.1 (link capture; +https://github.com/second-brain-slack)"
-TIMEOUT = aiohttp.ClientTimeout(total=10, sock_connect=5)
+TIMEOUT_SECONDS = 10
+CONNECT_SECONDS = 5
 MAX_BYTES = 5 * 2**20
 MAX_REDIRECTS = 5
 CHUNK = 1 << 16
@@ -51,24 +54,32 @@ def allow_set(setting: str | None) -> frozenset[str]:
                      if h.strip())
 
 
-class _CheckingResolver(AbstractResolver):
-    """The default resolver, refusing a name whose addresses are not all public."""
+@functools.cache
+def _checking_resolver() -> type[AbstractResolver]:
+    """The resolver class (made on the first fetch: it subclasses aiohttp's)."""
+    from aiohttp.abc import AbstractResolver, ResolveResult
+    from aiohttp.resolver import DefaultResolver
 
-    def __init__(self, allow: frozenset[str]) -> None:
-        self._inner = DefaultResolver()
-        self._allow = allow
+    class CheckingResolver(AbstractResolver):
+        """The default resolver, refusing a name whose addresses are not all public."""
 
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        found = await self._inner.resolve(host, port, family)
-        if host.lower() not in self._allow:
-            for r in found:
-                if not public(r["host"]):
-                    raise Refused(f"{host} is a private or local address ({r['host']})")
-        return found
+        def __init__(self, allow: frozenset[str]) -> None:
+            self._inner = DefaultResolver()
+            self._allow = allow
 
-    async def close(self) -> None:
-        await self._inner.close()
+        async def resolve(self, host: str, port: int = 0,
+                          family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+            found = await self._inner.resolve(host, port, family)
+            if host.lower() not in self._allow:
+                for r in found:
+                    if not public(r["host"]):
+                        raise Refused(f"{host} is a private or local address ({r['host']})")
+            return found
+
+        async def close(self) -> None:
+            await self._inner.close()
+
+    return CheckingResolver
 
 
 def check_url(url: str, allow: frozenset[str]) -> str:
@@ -92,10 +103,14 @@ def check_url(url: str, allow: frozenset[str]) -> str:
 
 async def fetch(url: str, allow: frozenset[str] = frozenset()) -> Fetched:
     """The page at `url` (following checked redirects). Raises Refused or Failed."""
-    connector = aiohttp.TCPConnector(resolver=_CheckingResolver(allow), use_dns_cache=False)
+    import aiohttp
+
+    resolver = _checking_resolver()(allow)  # type: ignore[call-arg]
+    connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False)
     headers = {"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml,"
                "application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"}
-    async with aiohttp.ClientSession(connector=connector, timeout=TIMEOUT, headers=headers,
+    timeout = aiohttp.ClientTimeout(total=TIMEOUT_SECONDS, sock_connect=CONNECT_SECONDS)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers,
                                      cookie_jar=aiohttp.DummyCookieJar()) as session:
         for _hop in range(MAX_REDIRECTS + 1):
             check_url(url, allow)
@@ -115,7 +130,7 @@ async def fetch(url: str, allow: frozenset[str] = frozenset()) -> Fetched:
                     raise Refused(str(exc.os_error)) from None
                 raise Failed(f"could not connect ({exc.os_error.strerror or exc})") from None
             except TimeoutError:
-                raise Failed(f"no answer within {TIMEOUT.total:g} s") from None
+                raise Failed(f"no answer within {TIMEOUT_SECONDS} s") from None
             except (aiohttp.ClientError, ValueError, UnicodeError) as exc:
                 raise Failed(f"the fetch failed ({type(exc).__name__})") from None
         raise Failed(f"more than {MAX_REDIRECTS} redirects")
