@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests import databases
 
@@ -15,6 +16,12 @@ from tests import databases
 # when it is used later (storage.embedding.preload).
 with contextlib.suppress(ImportError):
     import kitoken  # noqa: F401
+
+
+# No property test is about time: Hypothesis's default 200 ms deadline per example failed
+# `test_unfurls_of_any_event_shape_never_fail` once in a parallel run on a loaded machine.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
