@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -103,6 +104,21 @@ async def kill(replica: Replica) -> None:
     balancer does not know yet: the next request it sends there goes unanswered."""
     replica.proc.send_signal(signal.SIGKILL)
     await replica.proc.wait()
+
+
+async def refusing(replica: Replica, timeout: float = 30) -> None:
+    """Until nothing answers on the replica's port: after a kill -9 of the serving process,
+    its `--workers` helpers still accept on the inherited socket until they learn it died."""
+    where = urlsplit(replica.url)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            _, writer = await asyncio.open_connection(where.hostname, where.port)
+        except OSError:
+            return
+        writer.close()
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{replica.name} still accepts connections {timeout:.0f} s after")
 
 
 async def stop(replica: Replica) -> int:

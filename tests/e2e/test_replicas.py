@@ -94,10 +94,15 @@ def _check_turn_order(llm: FakeLLMServer) -> Counter[int]:
 
 
 async def _send_thread(lb: rs.LoadBalancer, thread: int, acked: dict[int, rs.Replica],
-                       halfway: asyncio.Event) -> None:
-    """One person's thread: each message after the previous one was acknowledged."""
+                       halfway: asyncio.Event, killed: asyncio.Event) -> None:
+    """One person's thread: each message after the previous one was acknowledged; the last
+    one once the killed replica refuses connections, so some reach it first (with the pace
+    alone, a fast run had sent them all before the kill, or to its helpers still accepting:
+    nothing to deliver again)."""
     for k in range(PER_THREAD):
         i = thread * PER_THREAD + k
+        if k == PER_THREAD - 1:
+            await killed.wait()
         acked[i] = await lb.deliver(_event(i))
         if len(acked) >= DMS // 2:
             halfway.set()
@@ -116,9 +121,10 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
             [(r.name, r.helpers) for r in replicas]
         lb = rs.LoadBalancer(replicas)
         acked: dict[int, rs.Replica] = {}
-        halfway = asyncio.Event()
+        halfway, killed = asyncio.Event(), asyncio.Event()
         began = time.monotonic()
-        senders = asyncio.gather(*(_send_thread(lb, t, acked, halfway) for t in range(THREADS)))
+        senders = asyncio.gather(*(_send_thread(lb, t, acked, halfway, killed)
+                                   for t in range(THREADS)))
 
         await halfway.wait()  # half the DMs acknowledged
         victim = replicas[1]
@@ -128,6 +134,8 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
             await asyncio.sleep(0.02)
         answered_before = len(fake.calls_to("chat.postMessage"))
         await rs.kill(victim)  # mid-burst: it holds running turns and has acked its share
+        await rs.refusing(victim)  # its helpers too have stopped taking requests
+        killed.set()
         await senders
         assert sorted(acked) == list(range(DMS)), "every DM acknowledged"
         assert answered_before < DMS // 2, "the kill landed in the middle of the work"
