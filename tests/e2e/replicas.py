@@ -192,8 +192,9 @@ async def idle(replicas: list[Replica], timeout: float = 60) -> None:
         calm = calm + 1 if jobs["pending"] + jobs["running"] == 0 else 0
 
 
-async def running_jobs_of(url: str, replica: Replica) -> int:
-    """How many jobs `replica` is running now (leased to its pid)."""
+async def running_jobs_of(url: str, replica: Replica, *, serving_only: bool = False) -> int:
+    """How many jobs `replica` is running now (leased to its pids; with `serving_only`, to
+    its serving process alone: its helpers outlive a kill of it and finish theirs)."""
     db = await Database.open(url)
     try:
         async with db.session() as s:
@@ -201,7 +202,10 @@ async def running_jobs_of(url: str, replica: Replica) -> int:
                                       .where(Job.state == "running"))).scalars().all()
     finally:
         await db.close()
-    return sum(1 for o in owners if replica.owns("".join(str(o or "").split(":")[1:2])))
+    pids = ["".join(str(o or "").split(":")[1:2]) for o in owners]
+    if serving_only:
+        return sum(1 for pid in pids if pid == str(replica.pid))
+    return sum(1 for pid in pids if replica.owns(pid))
 
 
 async def journal_figures(url: str, replicas: list[Replica]) -> tuple[dict[str, int], int]:
