@@ -11,7 +11,9 @@ does when it gets no ack.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import os
 import signal
 import sys
 import time
@@ -100,9 +102,15 @@ async def start_all(count: int, env: dict[str, str], cwd: Path) -> list[Replica]
 
 
 async def kill(replica: Replica) -> None:
-    """SIGKILL: no shutdown, no drain; its leases run out and others take its work. The load
-    balancer does not know yet: the next request it sends there goes unanswered."""
+    """SIGKILL to each of its processes at once, as a machine or container dies: no shutdown,
+    no drain; its leases run out and others take its work. (Its serving process alone is not
+    enough: its `--workers` helpers would finish what they run, and with only theirs running
+    no turn was cut off.) The load balancer does not know yet: the next request it sends
+    there goes unanswered."""
     replica.proc.send_signal(signal.SIGKILL)
+    for pid in replica.helpers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     await replica.proc.wait()
 
 
@@ -192,9 +200,8 @@ async def idle(replicas: list[Replica], timeout: float = 60) -> None:
         calm = calm + 1 if jobs["pending"] + jobs["running"] == 0 else 0
 
 
-async def running_jobs_of(url: str, replica: Replica, *, serving_only: bool = False) -> int:
-    """How many jobs `replica` is running now (leased to its pids; with `serving_only`, to
-    its serving process alone: its helpers outlive a kill of it and finish theirs)."""
+async def running_jobs_of(url: str, replica: Replica) -> int:
+    """How many jobs `replica` is running now (leased to one of its processes)."""
     db = await Database.open(url)
     try:
         async with db.session() as s:
@@ -202,10 +209,7 @@ async def running_jobs_of(url: str, replica: Replica, *, serving_only: bool = Fa
                                       .where(Job.state == "running"))).scalars().all()
     finally:
         await db.close()
-    pids = ["".join(str(o or "").split(":")[1:2]) for o in owners]
-    if serving_only:
-        return sum(1 for pid in pids if pid == str(replica.pid))
-    return sum(1 for pid in pids if replica.owns(pid))
+    return sum(1 for o in owners if replica.owns("".join(str(o or "").split(":")[1:2])))
 
 
 async def journal_figures(url: str, replicas: list[Replica]) -> tuple[dict[str, int], int]:
