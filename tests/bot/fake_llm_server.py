@@ -11,7 +11,8 @@ Each request takes the next scripted response: a JSON body (dict), a `Reply` (fr
 or `reply()`), or a callable(request_json) -> either. With the script empty the server answers
 like a minimal model ("smart" mode, see `smart_answer`). Like the real APIs it rejects
 requests that break tool-call pairing with a 400 (set `srv.validate = False` to turn off).
-`srv.delay` (seconds) slows every answer, for timeout tests. `srv.gate(path, body)`, when
+`srv.delay` (seconds) slows every answer, for timeout tests; `srv.hold()` keeps every answer
+back until `srv.release()`. `srv.gate(path, body)`, when
 set, may refuse any request the way a real server does (tests/bot/local_fakes.py: what
 llama-cpp-python's server refuses); a refused request does not consume the script.
 """
@@ -302,6 +303,8 @@ class FakeLLMServer:
         self.gate: Callable[[str, dict[str, Any]], Reply | None] | None = None
         self._script: list[Scripted] = []
         self._lock = threading.Lock()
+        self._open = threading.Event()  # cleared by hold(): answers wait for release()
+        self._open.set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -357,6 +360,14 @@ class FakeLLMServer:
     def pending(self) -> int:
         return len(self._script)
 
+    def hold(self) -> None:
+        """Keep every answer back (the requests are recorded) until `release()`: the turns
+        asking stay in flight, e.g. for a process to be killed in the middle of them."""
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
     def bodies(self, path: str | None = None) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if path is None or r.path == path]
 
@@ -404,6 +415,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
             answer = server._answer(path, headers, body)
+            server._open.wait(timeout=120)
             time.sleep(server.delay + answer.delay)
             self._send(answer, path)
 

@@ -127,15 +127,18 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
 
         await halfway.wait()  # half the DMs acknowledged
         victim = replicas[1]
-        # ... and the victim is in the middle of turns (its jobs leased; two, as one may end
-        # just before the kill)
-        for _ in range(100):
-            if await rs.running_jobs_of(url, victim) >= 2:
-                break
-            await asyncio.sleep(0.02)
+        # ... and the victim in the middle of turns: the model's answers are held back until
+        # it runs some (its jobs leased), so the kill cuts them off. (Polling for a moment
+        # when it ran some was a race: a run killed it idle, and nothing was taken over.)
+        llm.hold()
+        deadline = time.monotonic() + 30
+        while not await rs.running_jobs_of(url, victim):
+            assert time.monotonic() < deadline, "the victim took no turn in 30 s"
+            await asyncio.sleep(0.05)
         answered_before = len(fake.calls_to("chat.postMessage"))
         await rs.kill(victim)  # mid-burst: it holds running turns and has acked its share
         await rs.refusing(victim)
+        llm.release()
         killed.set()
         await senders
         assert sorted(acked) == list(range(DMS)), "every DM acknowledged"
