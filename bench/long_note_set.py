@@ -31,7 +31,7 @@ QUESTIONS = ROOT / "bench" / "long_note_questions.yaml"
 KINDS = ("fact", "time", "paraphrase", "multi")
 
 # Function words and question words; everything else in a question counts as content.
-STOPWORDS = frozenset("""
+_STOPWORDS = """
 a about above after again against all also am an and any are aren as at be because been before
 being below between both but by can cannot could couldn d did didn do does doesn doing don down
 during each else ever few for from further get got had hadn has hasn have haven having he her
@@ -41,7 +41,8 @@ out over own re s same shall shan she should shouldn so some such t than that th
 them themselves then there these they this those through to too under until up upon us ve very
 was wasn we were weren what whatever when whenever where which while who whom whose why will
 with won would wouldn y yet you your yours yourself yourselves
-""".split())
+"""
+STOPWORDS = frozenset(_STOPWORDS.split())
 _WORD = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "ied",
              "es", "ed", "s", "ly")
