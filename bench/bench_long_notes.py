@@ -1,7 +1,7 @@
 """Recall on long notes (issue 33): the product's search beside a textbook BM25, in one run.
 
     python bench/bench_long_notes.py [--store sqlite|postgres|both] [--json]
-        [--also-real-vault [--vault ../shared/data/real-vault]] [--misses]
+        [--also-real-vault [--vault ../shared/data/real-vault]] [--distractors N] [--misses]
 
 The long-note set is bench/long_notes/ (a vault of saved chats, meeting transcripts, voice
 memos, PDF reports and long project notes) and bench/long_note_questions.yaml (questions of
@@ -20,6 +20,9 @@ Per kind and overall: recall@5 (a relevant note in the first 5; for multi questi
 them, and "all found" when every relevant note is), MRR@10, and ours / BM25 for recall@5.
 `--also-real-vault` runs the real vault's sets (bench/retrieval_queries.yaml: rare words,
 typos, paraphrases) through the same searches, so one report holds every set.
+`--distractors N` puts the long notes in a vault of N short synthetic notes from
+bench/gen_vault.py (its names and topics overlap the set's: Priya, Felix, budget, offsite,
+insurance...), as a vault where long notes are few; the questions stay the same.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -42,6 +46,7 @@ from bench import long_note_set  # noqa: E402
 from bench.bench_retrieval import _default_vault, load_queries  # noqa: E402
 from bench.bench_storage import Postgres  # noqa: E402
 from bench.bm25 import BM25  # noqa: E402
+from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.indexer import embed_pending  # noqa: E402
 from storage.meaning import Meaning  # noqa: E402
@@ -69,14 +74,25 @@ class QuestionSet:
     cases: list[Case]
 
 
-def long_note_set_cases() -> QuestionSet:
+def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
     notes = long_note_set.read_notes()
     questions = long_note_set.load_questions()
     problems = long_note_set.problems(notes, questions)
     if problems:
         raise SystemExit("the long-note set is broken:\n" + "\n".join(problems))
-    return QuestionSet("long notes", long_note_set.NOTES, long_note_set.KINDS,
-                       [Case(q.kind, q.text, q.relevant) for q in questions])
+    cases = [Case(q.kind, q.text, q.relevant) for q in questions]
+    if not distractors:
+        return QuestionSet("long notes", long_note_set.NOTES, long_note_set.KINDS, cases)
+    root = work / "long-notes-and-distractors"
+    generate(root, distractors, seed=33)
+    for rel in notes:
+        target = root / rel
+        if target.exists():
+            raise SystemExit(f"a synthetic note took the path {rel}; try another count")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(long_note_set.NOTES / rel, target)
+    return QuestionSet(f"long notes among {distractors:,} short synthetic ones", root,
+                       long_note_set.KINDS, cases)
 
 
 def real_vault_cases(vault: Path) -> QuestionSet:
@@ -179,18 +195,18 @@ def misses(qset: QuestionSet, rankings: dict[str, list[list[str]]]) -> list[str]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    sets = [long_note_set_cases()]
-    if args.also_real_vault:
-        if not args.vault.is_dir():
-            raise SystemExit(f"no real vault at {args.vault}")
-        sets.append(real_vault_cases(args.vault.resolve()))
-    bm25 = {s.name: bm25_rankings(s) for s in sets}
+    if args.also_real_vault and not args.vault.is_dir():
+        raise SystemExit(f"no real vault at {args.vault}")
     meaning = Meaning.load()
     if not meaning.available:
         raise SystemExit(f"the embedding model cannot load here: {meaning.why}")
     stores = ["sqlite", "postgres"] if args.store == "both" else [args.store]
     report: dict[str, Any] = {"load_average": os.getloadavg()[0], "stores": {}}
     with tempfile.TemporaryDirectory(prefix="bench-long-notes-") as tmp:
+        sets = [long_note_set_cases(Path(tmp), args.distractors)]
+        if args.also_real_vault:
+            sets.append(real_vault_cases(args.vault.resolve()))
+        bm25 = {s.name: bm25_rankings(s) for s in sets}
         pg = Postgres(Path(tmp)) if "postgres" in stores else None
         try:
             for store in stores:
@@ -231,6 +247,8 @@ def main() -> None:
                         help="also run the real vault's sets (bench/retrieval_queries.yaml)")
     parser.add_argument("--vault", type=Path, default=_default_vault(),
                         help="the real vault (with --also-real-vault)")
+    parser.add_argument("--distractors", type=int, default=0, metavar="N",
+                        help="put the long notes among N short synthetic notes (default 0)")
     parser.add_argument("--misses", action="store_true",
                         help="list the questions ours misses in the top 5")
     args = parser.parse_args()
