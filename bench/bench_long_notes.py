@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,7 +210,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.also_real_vault:
             sets.append(real_vault_cases(args.vault.resolve()))
         bm25 = {s.name: bm25_rankings(s) for s in sets}
-        pg = Postgres(Path(tmp)) if "postgres" in stores else None
+        with warnings.catch_warnings():  # "XDG_RUNTIME_DIR is not set": it picks /tmp then
+            warnings.simplefilter("ignore")
+            pg = Postgres(Path(tmp)) if "postgres" in stores else None
         try:
             for store in stores:
                 print(f"{store}:", file=sys.stderr, flush=True)
