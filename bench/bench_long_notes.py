@@ -44,7 +44,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import long_note_set  # noqa: E402
-from bench.bench_retrieval import _default_vault, load_queries  # noqa: E402
+from bench.bench_retrieval import KINDS as REAL_VAULT_KINDS  # noqa: E402
+from bench.bench_retrieval import (  # noqa: E402
+    Query,
+    _default_vault,
+    keyword_rankings,
+    load_queries,
+)
 from bench.bench_storage import Postgres  # noqa: E402
 from bench.bm25 import BM25  # noqa: E402
 from bench.gen_vault import generate  # noqa: E402
@@ -61,18 +67,11 @@ METHODS = ("ours", "ours, words + names", "BM25")
 
 
 @dataclass(frozen=True)
-class Case:
-    kind: str
-    text: str
-    relevant: frozenset[str]  # any of them answers; a multi question needs every one
-
-
-@dataclass(frozen=True)
 class QuestionSet:
     name: str
     root: Path
     kinds: tuple[str, ...]
-    cases: list[Case]
+    cases: list[Query]  # relevant: any answers; a multi question needs every one
 
 
 def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
@@ -81,7 +80,7 @@ def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
     problems = long_note_set.problems(notes, questions)
     if problems:
         raise SystemExit("the long-note set is broken:\n" + "\n".join(problems))
-    cases = [Case(q.kind, q.text, q.relevant) for q in questions]
+    cases = [Query(q.kind, q.text, q.relevant) for q in questions]
     if not distractors:
         return QuestionSet("long notes", long_note_set.NOTES, long_note_set.KINDS, cases)
     root = work / "long-notes-and-distractors"
@@ -98,8 +97,7 @@ def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
 
 def real_vault_cases(vault: Path) -> QuestionSet:
     queries = load_queries(ROOT / "bench" / "retrieval_queries.yaml", vault)
-    return QuestionSet("real vault", vault, ("rare", "typo", "paraphrase"),
-                       [Case(q.kind, q.text, q.relevant) for q in queries])
+    return QuestionSet("real vault", vault, REAL_VAULT_KINDS, queries)
 
 
 # --- scoring ----------------------------------------------------------------------------------
@@ -108,10 +106,10 @@ def first_rank(ranking: Sequence[str], relevant: frozenset[str]) -> int | None:
     return next((i for i, path in enumerate(ranking, 1) if path in relevant), None)
 
 
-def score(cases: Sequence[Case], rankings: Sequence[list[str]]) -> dict[str, dict[str, float]]:
+def score(cases: Sequence[Query], rankings: Sequence[list[str]]) -> dict[str, dict[str, float]]:
     """kind (and "overall") -> n, recall@5, MRR@10; and for multi all@5 (every relevant note
     in the top 5)."""
-    groups: dict[str, list[tuple[Case, list[str]]]] = {}
+    groups: dict[str, list[tuple[Query, list[str]]]] = {}
     for case, ranking in zip(cases, rankings, strict=True):
         groups.setdefault(case.kind, []).append((case, ranking))
         groups.setdefault("overall", []).append((case, ranking))
@@ -139,14 +137,6 @@ def bm25_rankings(qset: QuestionSet) -> list[list[str]]:
     return [index.rank(c.text, DEPTH) for c in qset.cases]
 
 
-async def store_rankings(store: Store, cases: Sequence[Case]) -> list[list[str]]:
-    out = []
-    for case in cases:
-        found = await store.search(case.text, limit=DEPTH)
-        out.append([e.path for e in found.entries])
-    return out
-
-
 async def product_rankings(qset: QuestionSet, url: str,
                            meaning: Meaning) -> dict[str, list[list[str]]]:
     db = await Database.open(url)
@@ -158,8 +148,8 @@ async def product_rankings(qset: QuestionSet, url: str,
         print(f"  {qset.name}: indexed {stats.added} notes, gave {done.embedded} of them vectors"
               f" in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         fused = Store(Vault(qset.root), db, meaning=meaning)
-        return {"ours": await store_rankings(fused, qset.cases),
-                "ours, words + names": await store_rankings(words_only, qset.cases)}
+        return {"ours": await keyword_rankings(fused, qset.cases, DEPTH),
+                "ours, words + names": await keyword_rankings(words_only, qset.cases, DEPTH)}
     finally:
         await db.close()
 
