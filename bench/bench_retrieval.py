@@ -141,10 +141,11 @@ def read_notes(vault: Vault) -> list[Note]:
 
 # --- rankings ---------------------------------------------------------------------------------
 
-async def keyword_rankings(store: Store, queries: Sequence[Query]) -> list[list[str]]:
+async def keyword_rankings(store: Store, queries: Sequence[Query],
+                           limit: int = DEPTH) -> list[list[str]]:
     out = []
     for q in queries:
-        result = await store.search(q.text, limit=DEPTH)
+        result = await store.search(q.text, limit=limit)
         out.append([e.path for e in result.entries])
     return out
 
