@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import weakref
+from collections import OrderedDict
 from typing import Any
 
 from mcp import types
@@ -27,6 +27,8 @@ from bot.tool_calls import Batch
 from tools.registry import TOOLS, Execution, tool_specs
 
 SERVER_NAME = "second-brain"
+SESSION_HEADER = "mcp-session-id"
+MAX_SESSIONS = 1000  # sessions whose batch is kept (the oldest forgotten first)
 INSTRUCTIONS = (
     "A personal second brain: notes in a markdown vault (people, projects, ideas, admin, "
     "inbox). Capture new thoughts with classify_and_capture; search_entries, list_entries and "
@@ -105,7 +107,20 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
     one batch (`brain.tools.batch`), which `undo_session` puts back."""
     tools = tool_list()
     writes = asyncio.Lock()
-    batches: weakref.WeakKeyDictionary[Any, Batch] = weakref.WeakKeyDictionary()
+    batches: OrderedDict[str, Batch] = OrderedDict()
+
+    def batch_of(ctx: ServerRequestContext[Any]) -> Batch:
+        # A session: an HTTP client's Mcp-Session-Id; without one (stdio: this process's one
+        # client; the stateless protocol over HTTP) the server's run. The newest kept.
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        key = str(headers.get(SESSION_HEADER) or "") if headers is not None else ""
+        if key not in batches:
+            batches[key] = brain.tools.batch()
+            while len(batches) > MAX_SESSIONS:
+                batches.popitem(last=False)
+        batches.move_to_end(key)
+        return batches[key]
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -115,9 +130,7 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         client = ctx.session.client_params
         name = client.client_info.name if client is not None else "client"
-        batch = batches.get(ctx.session)
-        if batch is None:
-            batch = batches[ctx.session] = brain.tools.batch()
+        batch = batch_of(ctx)
         with brain.acting_as(user_id, f"mcp {name}"[:60]):  # the history says where a change came from
             return await _call(params, batch)
 
