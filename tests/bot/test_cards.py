@@ -23,6 +23,7 @@ from tools.registry import Execution
 class Turn:  # the fields of bot.brain.TurnResult that cards read
     text: str
     executions: list[Execution] = field(default_factory=list)
+    changes: tuple[str, ...] = ()
 
 
 def ex(kind: str, data: dict[str, Any], text: str = "", tool: str = "t",
@@ -219,3 +220,49 @@ def test_every_turn_message_is_valid(reply: str, captures: list[dict[str, Any]],
     msg = turn_reply.turn_message(Turn(reply, executions))
     assert validate_message(msg.blocks, msg.text) == msg.blocks  # idempotent: still valid
     assert 1 <= len(msg.blocks) <= cards.MAX_BLOCKS
+
+
+# -- a long reply keeps its Undo (issue 31) -----------------------------------------------------
+
+def undo_reach(blocks: list[dict[str, Any]]) -> tuple[list[str], set[str]]:
+    """What the message can undo: the changes of its "Undo changes" button, and the notes
+    whose own Undo button it shows."""
+    found = buttons(blocks)
+    changes = [c for b in found if b["action_id"] == cards.UNDO_CHANGES_ACTION
+               for c in json.loads(b["value"])["changes"]]
+    notes = {json.loads(b["value"])["entry_id"] for b in found
+             if b["action_id"] == cards.UNDO_ACTION}
+    return changes, notes
+
+
+@settings(max_examples=80, deadline=None)
+@given(captures=st.lists(capture_data(), max_size=12, unique_by=lambda c: c["id"]),
+       updates=st.integers(0, 12), searches=st.integers(0, 30), reply=st.text(max_size=500))
+def test_a_turn_that_changed_something_can_be_undone_from_its_reply(
+        captures: list[dict[str, Any]], updates: int, searches: int, reply: str) -> None:
+    executions = [ex("capture", c, "filed", tool="classify_and_capture") for c in captures]
+    executions += [ex("update", {"path": f"people/p{i}.md", "name": f"P {i}",
+                                 "category": "people", "body": "x"}, "updated",
+                      tool="update_entry") for i in range(updates)]
+    executions += [ex("search", {"entries": [], "total": 0}, "found", tool="search_entries")
+                   for _ in range(searches)]
+    changes = tuple(f"{i:040x}" for i in range(len(captures) + updates))
+    msg = turn_reply.turn_message(Turn(reply, executions, changes))
+    assert len(msg.blocks) <= cards.MAX_BLOCKS
+    undone, notes = undo_reach(msg.blocks)
+    if undone:  # one button for everything the turn changed
+        assert undone == [c[:12] for c in changes]
+    else:  # only captures, each card with its own Undo
+        assert updates == 0 and notes == {c["id"] for c in captures}
+
+
+def test_cards_that_do_not_fit_are_named_and_one_undo_puts_all_back() -> None:
+    captures = [dict(CAPTURE, id=f"e_{i:012x}", name=f"Injected item {i}") for i in range(15)]
+    executions = [ex("capture", c, "filed", tool="classify_and_capture") for c in captures]
+    changes = tuple(f"{i:040x}" for i in range(15))
+    msg = turn_reply.turn_message(Turn("Filed them.", executions, changes))
+    assert len(msg.blocks) <= cards.MAX_BLOCKS
+    line = next(b for b in msg.blocks if "do not fit" in texts([b]))
+    assert "Injected item 14" in texts([line])  # the last cards are those left out
+    undone, _ = undo_reach(msg.blocks)
+    assert undone == [c[:12] for c in changes]

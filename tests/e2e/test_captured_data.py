@@ -169,3 +169,27 @@ async def test_a_reply_too_long_for_slack_keeps_undo_and_undo_puts_the_vault_bac
     await served.fake.wait_for("chat.update", timeout=60)
     await idle(served.send)
     assert served.files() == before
+
+
+def people(n: int, name: str, text: str) -> str:
+    return ('call classify_and_capture {"text": "' + text + '", "hints": {"category": '
+            '"people", "confidence": 0.9, "name": "' + name + '"}} ' + f"{n} times\n")
+
+
+async def test_lines_added_to_known_people_count_against_the_cap(served: Served) -> None:
+    """A pasted text that adds news to 16 people who have notes: 10 notes get their line."""
+    await served.dm("Met the team today\n" + people(8, "Person {i}", "Person {i} joined"),
+                    "1767263000.000100")
+    await served.dm("Met more people\n" + people(8, "Colleague {i}", "Colleague {i} joined"),
+                    "1767263000.000200")
+    made = [p for p in served.files() if p.startswith("people/")]
+    assert len(made) == 16
+    reply = await served.dm("Pasted from the newsletter:\n"
+                            + people(8, "Person {i}", "Person {i} moved to Berlin")
+                            + people(8, "Colleague {i}", "Colleague {i} moved to Berlin"),
+                            "1767263000.000300")
+    after = served.files()
+    assert [p for p in after if p.startswith("people/")] == made  # no second note of anyone
+    told = [p for p in made if b"moved to Berlin" in after[p]]
+    assert len(told) == MAX_CHANGES_PER_TURN
+    assert "6 more were refused" in reply["text"]
