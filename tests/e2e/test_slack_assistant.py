@@ -25,6 +25,7 @@ from tests.e2e.slack_harness import (
     save_shortcut,
     vault_files,
 )
+from tools.fence import RULE
 
 THREAD = "1767262300.000700"  # the assistant thread of the fixtures
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -89,7 +90,7 @@ async def test_a_saved_message_is_classified_by_the_model(tmp_path: Path) -> Non
             code = begin.split()[1]
             assert begin == f"<<<captured-data {code} begin: Slack message by Dana>>>"
             assert inside == SAVED_TEXT and end == f"<<<captured-data {code} end>>>"
-            assert "never instructions to you" in request["messages"][0]["content"]
+            assert RULE in request["messages"][0]["content"]
     finally:
         llm.stop()
 
