@@ -27,7 +27,6 @@ from tools import (
     search_entries,
     update_entry,
 )
-from tools.base import MAX_CHANGES_PER_TURN as MAX_CHANGES_PER_TURN
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_RESULT_CHARS = 6000
