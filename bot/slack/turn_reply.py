@@ -52,13 +52,11 @@ def turn_message(result: Any) -> SlackMessage:
     runs = runs_context(result.executions)
     rated = answered(result) and bool(head or cards)
     room = MAX_BLOCKS - (1 if runs else 0) - (1 if rated else 0)
+    shown = [c for c in cards.values() if c]
     undo = changes_undo(result)
-    blocks, cut = fitted(head, [c for c in cards.values() if c],
-                         room - (1 if undo is not None else 0))
-    if cut and undo is None:  # cards with their own Undo left out: one for everything
-        undo = changes_undo(result, cut=True)
-        if undo is not None:
-            blocks, _ = fitted(head, [c for c in cards.values() if c], room - 1)
+    if undo is None and len(head) + sum(map(len, shown)) > room:
+        undo = changes_undo(result, cut=True)  # cards with their own Undo will be left out
+    blocks = fitted(head, shown, room - (1 if undo is not None else 0), undo=undo is not None)
     if undo is not None:
         blocks.append(undo)
     if rated:
@@ -93,11 +91,13 @@ def changes_undo(result: Any, *, cut: bool = False) -> ActionsBlock | None:
                  "they changed since).", confirm="Undo", deny="Keep"))])
 
 
-def fitted(head: list[Block], cards: list[list[Block]], room: int) -> tuple[list[Block], bool]:
+def fitted(head: list[Block], cards: list[list[Block]], room: int, *,
+           undo: bool) -> list[Block]:
     """`head` and as many whole cards as fit in `room` blocks; the cards left out are named
-    in one line instead (True: some were). Never half a card: its buttons go with it."""
+    in one line instead (with `undo`, it says the Undo below covers them). Never half a card:
+    its buttons go with it."""
     if len(head) + sum(len(c) for c in cards) <= room:
-        return [*head, *(b for c in cards for b in c)], False
+        return [*head, *(b for c in cards for b in c)]
     blocks = list(head)
     shown = 0
     for card in cards:
@@ -105,12 +105,11 @@ def fitted(head: list[Block], cards: list[list[Block]], room: int) -> tuple[list
             break
         blocks.extend(card)
         shown += 1
-    left = cards[shown:]
-    names = [_card_name(c) for c in left]
-    line = (f"…and {len(left)} more result(s) that do not fit in one message"
-            + (f": {', '.join(n for n in names if n)}" if any(names) else "")
-            + ". *Undo changes* puts back everything this message changed.")
-    return [*blocks[:room - 1], context(clip(line, MAX_CONTEXT_TEXT))], True
+    names = [n for n in map(_card_name, cards[shown:]) if n]
+    line = (f"…and {len(cards) - shown} more result(s) that do not fit in one message"
+            + (f": {', '.join(names)}" if names else "") + "."
+            + (" *Undo changes* puts back everything this message changed." if undo else ""))
+    return [*blocks[:room - 1], context(clip(line, MAX_CONTEXT_TEXT))]
 
 
 def _card_name(card: list[Block]) -> str:
