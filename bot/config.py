@@ -84,6 +84,11 @@ class Settings(BaseSettings):
     # address, comma-separated; the bearer token clients send (required off loopback).
     mcp_allowed_hosts: str | None = Field(default=None, alias="BRAIN_MCP_ALLOWED_HOSTS")
     mcp_token: str | None = Field(default=None, alias="BRAIN_MCP_TOKEN", repr=False)
+    # `brain mcp`: the most notes one MCP session may file or change (files kept count too)
+    # within any BRAIN_MCP_WRITE_WINDOW seconds; past it, writes are refused until older ones
+    # leave the window. `undo_session` puts a session's changes back.
+    mcp_max_writes: int = Field(default=100, ge=1, le=100_000, alias="BRAIN_MCP_MAX_WRITES")
+    mcp_write_window: float = Field(default=3600.0, gt=0, alias="BRAIN_MCP_WRITE_WINDOW")
 
     @field_validator("capture_reaction")
     @classmethod

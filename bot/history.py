@@ -13,12 +13,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.llm.types import Message, ToolCall, ToolResult
+from tools.fence import BEGINS, shortened
 
 # Marks the replies the app wrote itself (receipts of what its tools did, the rescue, error
 # notices) in the history sent to the model, so a model does not copy them as its own words.
 RECEIPT_MARK = "[app receipt: written by the app from its tool runs, not by the assistant] "
 INTERRUPTED = "tool did not complete (the turn was interrupted); its outcome is unknown"
-OLD_RESULT_CHARS = 300  # tool results of older turns are shortened to this
+OLD_RESULT_CHARS = 300  # tool results and captured data of older turns are shortened to this
+LEGACY_FILES = "\n\n[Shared "  # where a message stored before the fence had its files' text
+LEGACY_LEFT_OUT = "\n\n(files were shared with this message; their text is in its note)"
 
 
 def receipt_message(text: str) -> Message:
@@ -108,16 +111,28 @@ def shorten_results(message: Message, limit: int = OLD_RESULT_CHARS) -> Message:
     return Message(role="tool", tool_results=shortened)
 
 
+def shorten_captured(message: Message, limit: int = OLD_RESULT_CHARS) -> Message:
+    """A user message of an older turn with the captured data beside it (files, pages) cut
+    to `limit` characters each, still fenced (tools/fence.py); a message stored before the
+    fence had its files' text after `LEGACY_FILES`: that part is left out."""
+    text = message.content
+    if message.role != "user" or not text:
+        return message
+    if LEGACY_FILES in text and BEGINS not in text:
+        text = text.split(LEGACY_FILES, 1)[0] + LEGACY_LEFT_OUT
+    return Message(role="user", content=shortened(text, limit))
+
+
 def build_history(turns: Iterable[Sequence[dict[str, Any]]], *, keep_full: int = 1) -> list[Message]:
     """Stored turns (oldest first) -> request messages; the last `keep_full` turns keep
-    their tool results whole, older ones are shortened."""
+    their tool results and captured data whole, older ones are shortened."""
     turn_list = [list(t) for t in turns]
     messages: list[Message] = []
     for index, turn in enumerate(turn_list):
         old = index < len(turn_list) - keep_full
         for data in turn:
             msg = message_from_dict(data)
-            messages.append(shorten_results(msg) if old else msg)
+            messages.append(shorten_captured(shorten_results(msg)) if old else msg)
     return ensure_paired(messages)
 
 

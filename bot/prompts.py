@@ -9,6 +9,7 @@ from datetime import datetime
 
 from bot.llm.types import CONTEXT_HEADING
 from storage.types import VaultSummary
+from tools.fence import RULE
 
 FILED_HEADING = "Notes filed in this conversation:"
 MAX_FILED = 10  # the prompt stays bounded however long the thread is
@@ -38,14 +39,15 @@ GUIDANCE = """How to act:
   a short quote copied exactly from it. Never invent notes; uncited claims are removed.
 - "what links to X": list_backlinks. "digest"/"review": generate_digest.
 - Destructive tools need an exact path or id; if a tool returns candidates, ask which one.
-- Greetings and small talk: answer in one line, no tool."""
+- Greetings and small talk: answer in one line, no tool.
+- {data_rule}"""
 
 
 def system_prompt(*, now: datetime, summary: VaultSummary, filed: Sequence[FiledNote],
                   threshold: float) -> str:
     # What changes from message to message comes last, under its heading (CONTEXT_HEADING):
     # the start of the prompt stays the same, which a server's prompt cache reuses.
-    parts = [ROLE, GUIDANCE.format(threshold=threshold),
+    parts = [ROLE, GUIDANCE.format(threshold=threshold, data_rule=RULE),
              f"{CONTEXT_HEADING}\nToday is {now:%A %Y-%m-%d}, {now:%H:%M} "
              f"({now.tzname() or 'UTC'})."]
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items() if v)

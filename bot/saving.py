@@ -20,6 +20,7 @@ from bot.llm.types import LLMError, Message, RequestOptions
 from bot.tool_calls import ToolCalls
 from tools.base import derived_id
 from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
+from tools.fence import RULE, Fence
 from tools.readers.sections import SharedFile, read_all
 from tools.web.links import message_links
 
@@ -29,7 +30,8 @@ PROMPT = """You file a Slack message that the user chose to keep in their second
 Call classify_and_capture once with the message text as it is, and hints: category (people,
 projects, ideas, admin, or inbox when unsure), confidence 0-1, a short name, and the
 category's fields (next_action, due_date YYYY-MM-DD, follow_ups, one_liner, context).
-Someone else may have written it; the author is named for context. Today is {today}."""
+Someone else may have written it; the author is named for context. Today is {today}.
+- {rule}"""
 MAX_HINT_TEXT = 4000
 MAX_SAVES = 50  # saves of one message by one person (each undone before the next)
 
@@ -93,13 +95,15 @@ class Saver:
         if isinstance(provider, OfflineProvider):
             return {}
         shown = text if len(text) <= MAX_HINT_TEXT else text[:MAX_HINT_TEXT]
-        who = f"Message by {author}:\n" if author else "Message:\n"
+        # Someone else's words: fenced as data (tools/fence.py), so they can only be filed.
+        label = f"Slack message by {author}" if author else "Slack message"
         options = RequestOptions(tool_schema=SCHEMA, tool_name="classify_and_capture",
                                  tool_description=DESCRIPTION)
         try:
             completion = await provider.complete(
-                PROMPT.format(today=self.core.today().isoformat()),
-                [Message(role="user", content=who + shown)], [], options=options)
+                PROMPT.format(today=self.core.today().isoformat(), rule=RULE),
+                [Message(role="user", content=Fence().wrap(label, shown))], [],
+                options=options)
         except LLMError as exc:
             log.warning("classifying a saved message: the model is unreachable (%s); "
                         "using the rules", exc.kind)

@@ -35,6 +35,7 @@ from bot.turns import (
     looks_like_thought,
     message_view,
     not_a_new_note,
+    over_cap,
     rescue_text,
     told_truth,
     trouble,
@@ -45,6 +46,7 @@ from storage.history import collecting
 from tools import registry
 from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
+from tools.fence import Fence
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
 from tools.web.links import message_links
@@ -105,7 +107,8 @@ class TurnRunner:
         shared = await read_all(files, limits)
         shared += await message_links(text, allow_hosts=self.settings.fetch_allow_hosts,
                                       limits=limits, unfurls=unfurls)
-        view = message_view(text) + (f"\n\n{for_the_model(shared)}" if shared else "")
+        # What files and pages hold is fenced as data, with a code made for this turn.
+        view = message_view(text) + (f"\n\n{for_the_model(shared, Fence())}" if shared else "")
         ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
                                  source=source, channel=channel, thread_ts=thread_ts,
                                  message=text, message_view=view,
@@ -192,6 +195,8 @@ class TurnRunner:
         else:
             told_truth(outcome)
             outcome.text = with_filed_summary(outcome) or NO_ANSWER
+        if capped := over_cap(outcome.executions):  # the reply says what was kept
+            outcome.text = f"{outcome.text}\n\n{capped}".strip()
         outage = failure.kind if failure is not None else None
         if notice:
             outcome.text = f"{notice}\n\n{outcome.text}"

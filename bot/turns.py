@@ -22,7 +22,7 @@ from bot.llm.types import Message, ToolCall, ToolResult, Usage
 from bot.loop import LoopOutcome
 from bot.prompts import FiledNote
 from bot.replies.truth import truthful
-from tools.base import ToolOutput
+from tools.base import MAX_CHANGES_PER_TURN, ToolOutput
 from tools.intent import route
 from tools.registry import Execution, keeping_names
 
@@ -149,6 +149,19 @@ def with_filed_summary(outcome: LoopOutcome) -> str:
              if e.status == "ok" and e.output is not None and e.output.kind == "capture"
              and e.output.text and e.output.text not in text]
     return "\n".join([*lines, text] if text else lines) if lines else text
+
+
+def over_cap(executions: list[Execution]) -> str | None:
+    """What the reply says when the turn's writes hit the cap (tools/base.py): how many
+    changes were made and how many calls were refused; None when none was."""
+    refused = sum(1 for e in executions if (e.error or {}).get("code") == "too_many_changes")
+    if not refused:
+        return None
+    made = sum(1 for e in executions if e.status == "ok" and e.tool in KEEPING_TOOLS)
+    return (f"This message asked for more changes than one message may make "
+            f"({MAX_CHANGES_PER_TURN}): {made} {'was' if made == 1 else 'were'} made (listed "
+            f"here), {refused} more {'was' if refused == 1 else 'were'} refused and changed "
+            "nothing. Send those again if you meant them.")
 
 
 def direct_move_outcome(text: str, call: ToolCall, execution: Execution) -> LoopOutcome:

@@ -27,6 +27,7 @@ from storage import relink
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import Change, History
+from storage.history.context import wrote
 from storage.index import SearchIndex
 from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
@@ -295,6 +296,7 @@ class Store:
 
     async def _record(self, action: str, summary: str, rels: Iterable[str],
                       moved: Iterable[tuple[str, str]] = ()) -> None:
+        wrote()  # counted against the turn's or session's cap, whatever the history does
         if self.history is not None:
             self.history.record(action, summary, list(rels), moved=tuple(moved))
 

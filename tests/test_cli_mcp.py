@@ -115,9 +115,11 @@ async def test_lists_the_same_tools_after_the_legacy_initialize_handshake(
 
 def _check_listed(listed: list[Any]) -> None:
     offered = [s for s in tool_specs() if not TOOLS[s["name"]].internal]
-    assert [t.name for t in listed] == [s["name"] for s in offered] + ["ask", "history",
-                                                                       "undo"]
+    assert [t.name for t in listed] == [s["name"] for s in offered] + [
+        "ask", "history", "undo", "undo_session"]
     assert "answer" not in [t.name for t in listed]  # the loop's own final step
+    session = listed.pop()
+    assert session.annotations is not None and session.annotations.destructive_hint is True
     undo, history, asked = listed.pop(), listed.pop(), listed.pop()
     assert asked.annotations is not None and asked.annotations.read_only_hint is True
     assert history.annotations is not None and history.annotations.read_only_hint is True
@@ -366,7 +368,7 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 15) == 0  # a clean stop on SIGTERM
     assert {t.name for t in listed} == {n for n, t in TOOLS.items() if not t.internal} | {
-        "ask", "history", "undo"}
+        "ask", "history", "undo", "undo_session"}
     assert not captured.is_error, _text(captured)
     path = captured.structured_content["path"]
     assert (tmp_path / "data" / "vaults" / "local" / path).is_file()

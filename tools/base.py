@@ -7,7 +7,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from storage.history.context import Tally
 from storage.types import CATEGORIES
+from tools.fence import unfenced
 
 if TYPE_CHECKING:
     from storage.db import Database
@@ -18,6 +20,9 @@ if TYPE_CHECKING:
     from tools.readers.sections import SharedFile
 
 MAX_BODY = 2000  # chars of a note body the model sees
+# Writes one message (one turn, one ToolContext) may make; more are refused with an error
+# result that says so (a pasted text asking to file or change every note cannot).
+MAX_CHANGES_PER_TURN = 10
 
 
 class DigestMaker(Protocol):
@@ -62,10 +67,15 @@ class ToolContext:
     # only these may be cited by the model's answer.
     returned: dict[str, dict[str, str]] = field(default_factory=dict)
     _ids_given: int = field(default=0, repr=False)
-    # Changes to existing notes (updates, moves) this context has made: one message may make
-    # at most MAX_CHANGES_PER_TURN (tools/registry.py), so a prompt injected into a pasted or
-    # saved text cannot rewrite a whole vault in one go.
-    changes_made: int = field(default=0, repr=False)
+    # Every write this context's tool calls made (a note filed or changed, a line added to a
+    # person's note, a file kept): past `tally.limit` a tool that writes is refused with
+    # `over_cap`, so text injected into a file, a page or a saved message cannot fill or
+    # rewrite a vault in one go. A turn counts its own; an MCP session shares one (a window).
+    tally: Tally = field(default_factory=lambda: Tally(limit=MAX_CHANGES_PER_TURN), repr=False)
+    over_cap: str = (f"this message already made {MAX_CHANGES_PER_TURN} changes (notes filed "
+                     "or changed, files kept), the most one message may make; this call "
+                     "changed nothing. Tell the user which changes were made and ask them to "
+                     "send the rest again.")
     # Files shared with the message, read (tools/readers): the note that files the message
     # keeps them and their text; a question with a file is answered from it, nothing kept.
     shared: list[tuple[SharedFile, Reading]] = field(default_factory=list)
@@ -108,10 +118,12 @@ class ToolContext:
         return self.job_attempt > 1 or self.ids_may_exist
 
     def full_text(self, text: str) -> str:
+        """The text a capture keeps: the whole message when the model passed the view of it,
+        and never our fence's marker lines (tools/fence.py)."""
         if self.message and self.message_view and self.message_view != self.message \
                 and text.strip() == self.message_view.strip():
             return self.message
-        return text
+        return unfenced(text)
 
 
 def derived_id(key: str, n: int = 1) -> str:
@@ -159,7 +171,7 @@ class Tool:
 
     @property
     def destructive(self) -> bool:
-        """Changes or moves a note that exists (bounded per turn; MCP's destructive hint)."""
+        """Changes or moves a note that exists (MCP's destructive hint)."""
         return not self.read_only and not self.additive
 
 

@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from storage.errors import Ambiguous, StorageError
+from storage.history.context import counting
 from tools import (
     answer,
     ask_notes,
@@ -29,9 +30,6 @@ from tools import (
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_RESULT_CHARS = 6000
-# Updates and moves one message (one turn, one ToolContext) may make; more are refused with
-# an error result that says so (a pasted text asking to change every note cannot).
-MAX_CHANGES_PER_TURN = 10
 MAX_CANDIDATES = 10
 _PREVIEW = 300  # chars of raw arguments echoed back on a parse error
 _MESSAGE = 200  # chars of one validation message (instances can be huge)
@@ -254,18 +252,14 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
             error = _error("invalid_arguments",
                            f"arguments do not match the {name} schema: {'; '.join(problems)}",
                            details=problems)
-        elif tool.destructive and ctx.changes_made >= MAX_CHANGES_PER_TURN:
-            error = _error("too_many_changes",
-                           f"this message already changed {MAX_CHANGES_PER_TURN} notes, the "
-                           "most one message may change; this call changed nothing. Tell the "
-                           "user which changes were made and ask them to send the rest again.")
+        elif not tool.read_only and ctx.tally.full:
+            error = _error("too_many_changes", ctx.over_cap)
         else:
             try:
-                output = await tool.run(ctx, args)
+                with counting(ctx.tally):  # every write the call makes, by the Store
+                    output = await tool.run(ctx, args)
                 if tool.read_only:
                     ctx.saw(output.data)
-                if tool.destructive:
-                    ctx.changes_made += 1
                 if dropped:
                     output = _with_dropped(output, dropped)
             except StorageError as exc:

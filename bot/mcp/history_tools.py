@@ -1,5 +1,6 @@
-"""The MCP server's `history` (read-only) and `undo` (destructive) tools: the vault's changes,
-newest first, and putting one back, as `brain history` / `brain undo` do."""
+"""The MCP server's `history` (read-only), `undo` and `undo_session` (destructive) tools: the
+vault's changes, newest first; putting one back, as `brain history` / `brain undo` do; and
+putting back every change this session made (its batch, `bot/tool_calls.py` `Batch`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 from mcp import types
 
 from bot.brain import Brain
+from bot.tool_calls import Batch
 from storage.errors import StorageError
+from storage.types import Change
 
 CHANGE: dict[str, Any] = {"type": "object", "properties": {
     "id": {"type": "string"}, "at": {"type": "string"}, "who": {"type": "string"},
@@ -45,7 +48,21 @@ UNDO = types.Tool(
                                       destructive_hint=True, idempotent_hint=False,
                                       open_world_hint=False))
 
-TOOLS = (HISTORY, UNDO)
+UNDO_SESSION = types.Tool(
+    name="undo_session", title="Undo session",
+    description="Put back every change this session made (captures, updates, moves, files "
+                "kept), newest first. Stops at a change whose files changed since, changing "
+                "nothing more; says what was put back and what is left.",
+    input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+    output_schema={"type": "object", "properties": {
+        "undone": {"type": "array", "items": CHANGE}, "left": {"type": "integer"},
+        "refused": {"type": ["string", "null"]}}, "required": ["undone", "left"]},
+    annotations=types.ToolAnnotations(title="Undo session", read_only_hint=False,
+                                      destructive_hint=True, idempotent_hint=True,
+                                      open_world_hint=False))
+
+TOOLS = (HISTORY, UNDO, UNDO_SESSION)
+NAMES = frozenset(t.name for t in TOOLS)
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -57,12 +74,14 @@ def _ok(data: dict[str, Any]) -> types.CallToolResult:
                                 structured_content=data, is_error=False)
 
 
-async def call(brain: Brain, user_id: str, name: str,
-               arguments: dict[str, Any] | None) -> types.CallToolResult:
+async def call(brain: Brain, user_id: str, name: str, arguments: dict[str, Any] | None,
+               *, batch: Batch | None = None) -> types.CallToolResult:
     args = arguments or {}
-    allowed = {"history": {"note", "limit"}, "undo": {"change"}}[name]
+    allowed = {"history": {"note", "limit"}, "undo": {"change"}, "undo_session": set()}[name]
     if extra := sorted(set(args) - allowed):
         return _error(f"{name} takes no {', '.join(extra)}")
+    if name == UNDO_SESSION.name:
+        return await _undo_session(brain, user_id, batch)
     store = brain.store_for(user_id)
     try:
         if name == "history":
@@ -79,3 +98,23 @@ async def call(brain: Brain, user_id: str, name: str,
         return _ok((await store.undo(change)).to_dict())
     except StorageError as exc:
         return _error(exc.message)
+
+
+async def _undo_session(brain: Brain, user_id: str, batch: Batch | None) -> types.CallToolResult:
+    """The session's changes put back newest first; each one undone leaves the batch, so a
+    second call goes on from where a refusal stopped the first."""
+    if batch is None:
+        return _error("undo_session needs a session")
+    undone: list[dict[str, Any]] = []
+
+    async def left_batch(change: str, put_back: Change) -> None:
+        batch.changes.remove(change)
+        undone.append(put_back.to_dict())
+
+    refused = None
+    try:
+        await brain.changes.undo_all(user_id=user_id, changes=list(batch.changes),
+                                     undone=left_batch)
+    except StorageError as exc:
+        refused = exc.message
+    return _ok({"undone": undone, "left": len(batch.changes), "refused": refused})

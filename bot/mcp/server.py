@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from typing import Any
 
 from mcp import types
@@ -22,13 +23,17 @@ from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
 from bot.mcp import history_tools
+from bot.tool_calls import Batch
 from tools.registry import TOOLS, Execution, tool_specs
 
 SERVER_NAME = "second-brain"
+SESSION_HEADER = "mcp-session-id"
+MAX_SESSIONS = 1000  # sessions whose batch is kept (the oldest forgotten first)
 INSTRUCTIONS = (
     "A personal second brain: notes in a markdown vault (people, projects, ideas, admin, "
     "inbox). Capture new thoughts with classify_and_capture; search_entries, list_entries and "
-    "get_entry read them back; update_entry and move_entry change one note."
+    "get_entry read them back; update_entry and move_entry change one note. A session may "
+    "make a bounded number of changes; undo_session puts all of its changes back."
 )
 
 
@@ -98,9 +103,24 @@ def call_result(execution: Execution) -> types.CallToolResult:
 
 def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any]:
     """A server acting for one user over `brain`. Side effects run one at a time (as in a
-    turn); read-only calls run as they come."""
+    turn); read-only calls run as they come. Each session's writes are bounded and kept as
+    one batch (`brain.tools.batch`), which `undo_session` puts back."""
     tools = tool_list()
     writes = asyncio.Lock()
+    batches: OrderedDict[str, Batch] = OrderedDict()
+
+    def batch_of(ctx: ServerRequestContext[Any]) -> Batch:
+        # A session: an HTTP client's Mcp-Session-Id; without one (stdio: this process's one
+        # client; the stateless protocol over HTTP) the server's run. The newest kept.
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        key = str(headers.get(SESSION_HEADER) or "") if headers is not None else ""
+        if key not in batches:
+            batches[key] = brain.tools.batch()
+            while len(batches) > MAX_SESSIONS:
+                batches.popitem(last=False)
+        batches.move_to_end(key)
+        return batches[key]
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -110,15 +130,17 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         client = ctx.session.client_params
         name = client.client_info.name if client is not None else "client"
+        batch = batch_of(ctx)
         with brain.acting_as(user_id, f"mcp {name}"[:60]):  # the history says where a change came from
-            return await _call(params)
+            return await _call(params, batch)
 
-    async def _call(params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name in (history_tools.HISTORY.name, history_tools.UNDO.name):
+    async def _call(params: types.CallToolRequestParams, batch: Batch) -> types.CallToolResult:
+        if params.name in history_tools.NAMES:
             if params.name == history_tools.HISTORY.name:
                 return await history_tools.call(brain, user_id, params.name, params.arguments)
             async with writes:
-                return await history_tools.call(brain, user_id, params.name, params.arguments)
+                return await history_tools.call(brain, user_id, params.name, params.arguments,
+                                                batch=batch)
         if params.name == ASK.name:
             return await _ask(brain, user_id, params.arguments)
         tool = TOOLS.get(params.name)
@@ -127,7 +149,7 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
         if not tool.read_only:
             async with writes:
                 execution = await brain.tools.call(user_id=user_id, name=params.name,
-                                                  arguments=params.arguments)
+                                                  arguments=params.arguments, batch=batch)
         else:
             execution = await brain.tools.call(user_id=user_id, name=params.name,
                                               arguments=params.arguments)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -23,7 +22,6 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bot.slack.feedback import answered, feedback_block
 from bot.slack.limits import BODY_PREVIEW as BODY_PREVIEW
 from bot.slack.limits import MAX_BLOCKS as MAX_BLOCKS
 from bot.slack.limits import MAX_CONTEXT_TEXT as MAX_CONTEXT_TEXT
@@ -208,25 +206,6 @@ def moved_blocks(data: dict[str, Any], *, suffix: str = "-moved") -> list[Block]
     return blocks
 
 
-def changes_undo(result: Any) -> ActionsBlock | None:
-    """Undo for what a turn changed beyond its capture cards (updates, moves, links): the
-    history's changes, put back newest first."""
-    changes = list(getattr(result, "changes", ()) or ())
-    beyond = any(ex.status == "ok" and ex.tool not in ("classify_and_capture",)
-                 and ex.output is not None and ex.output.kind not in ("capture",)
-                 for ex in result.executions)
-    if not changes or not beyond:
-        return None
-    many = len(changes) > 1
-    return ActionsBlock(block_id=f"undo-changes-{changes[-1][:12]}", elements=[ButtonElement(
-        text="Undo changes", action_id=UNDO_CHANGES_ACTION, style="danger",
-        value=json.dumps({"changes": [c[:12] for c in changes]}),
-        confirm=ConfirmObject(
-            title="Undo these changes?" if many else "Undo this change?",
-            text="The notes go back to what they were before this message (refused if "
-                 "they changed since).", confirm="Undo", deny="Keep"))])
-
-
 def trashed_blocks(name: str, trash_path: str) -> list[Block]:
     return [section(f"Undone: *{escape(name)}* moved to the trash"),
             context(f"`{escape(trash_path)}` · nothing was deleted")]
@@ -277,18 +256,6 @@ def backlinks_blocks(data: dict[str, Any]) -> list[Block]:
     rows = [f"• *{escape(str(b.get('name')))}* — _{escape(clip(str(b.get('context', '')), 100))}_"
             for b in links[:MAX_ROWS]]
     return [section(f"*Linked from* ({len(links)})"), *text_sections("\n".join(rows))]
-
-
-def runs_context(executions: Iterable[Any]) -> ContextBlock | None:
-    """One context line: tool, short arguments, status, milliseconds."""
-    parts = []
-    for ex in executions:
-        args = json.dumps(ex.arguments, ensure_ascii=False) if ex.arguments else ""
-        mark = "ok" if ex.status == "ok" else "error"
-        parts.append(f"`{ex.tool}` {escape(clip(args, 60))} {mark} {float(ex.duration_ms):.0f} ms")
-    if not parts:
-        return None
-    return context(clip(" · ".join(parts), MAX_CONTEXT_TEXT))
 
 
 def error_message(ref: str, detail: str | None = None) -> SlackMessage:
@@ -342,48 +309,6 @@ def answer_blocks(data: dict[str, Any]) -> list[Block]:
             value=clip(str(note.get("id") or note.get("path")), 2000)))
     blocks.append(ActionsBlock(elements=buttons))
     return blocks
-
-
-def turn_message(result: Any) -> SlackMessage:
-    """The reply to one turn: text, a card per result, the tool runs. Always valid."""
-    cards: dict[str, list[Block]] = {}  # one card per note: a later result replaces an earlier
-    summaries: list[str] = []
-    for n, ex in enumerate(result.executions):
-        if ex.status != "ok" or ex.output is None:
-            continue
-        out = output_blocks(ex.output.kind, ex.output.data)
-        note_id = ex.output.data.get("id") if ex.output.kind in ("capture", "move") else None
-        cards[f"note:{note_id}" if note_id else f"run:{n}"] = out
-        if ex.output.text:
-            summaries.append(ex.output.text)
-    reply = (result.text or "").strip()
-    # A turn of only captures/moves: the cards say it all; the reply stays the fallback text.
-    only_cards = bool(cards) and all(
-        ex.status == "ok" and ex.output is not None and ex.output.kind in ("capture", "move")
-        for ex in result.executions)
-    blocks: list[Block] = []
-    if reply and reply not in summaries and not only_cards:
-        blocks.append(prose(escape(reply)))
-    for card in cards.values():
-        blocks.extend(card)
-    undo = changes_undo(result)
-    if undo is not None:
-        blocks.append(undo)
-    runs = runs_context(result.executions)
-    rated = answered(result) and bool(blocks)
-    room = MAX_BLOCKS - (1 if runs else 0) - (1 if rated else 0)
-    if len(blocks) > room:
-        blocks = blocks[: room - 1] + [context("(more results than fit in one message)")]
-    if rated:
-        blocks.append(feedback_block(result.turn_id))
-    if runs:
-        blocks.append(runs)
-    if not blocks:
-        blocks.append(section("Done."))
-    # The fallback text is mrkdwn too (notifications render it): escaped like the blocks, so
-    # model text cannot ping @channel or forge a link there either.
-    fallback = escape(reply or "\n".join(summaries)) or "Done."
-    return message(blocks, clip(fallback, MAX_MESSAGE_TEXT))
 
 
 def digest_message(digest: Any) -> SlackMessage:

@@ -20,7 +20,7 @@ from bot.config import Settings
 from bot.digest import DigestRequest
 from bot.jobs import Handler, JobContext, JobKind
 from bot.people import slack_user
-from bot.slack import cards, feedback, shared_files, web
+from bot.slack import cards, feedback, shared_files, turn_reply, web
 from bot.slack.answer_cards import note_view
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
@@ -36,7 +36,7 @@ from storage.errors import StorageError, UnsafePath
 from tools.web.links import mostly_links, urls_in
 
 log = logging.getLogger(__name__)
-MAX_UNDO = 20  # changes one Undo button puts back
+MAX_UNDO = 50  # changes one Undo button puts back (a turn makes at most 10, plus its files)
 
 
 class SlackWork:
@@ -97,7 +97,7 @@ class SlackWork:
             return
         # The turn is stored before its reply is posted: only a run of a job whose turn was
         # already stored (by an earlier run) can find its reply posted.
-        reply = cards.turn_message(result)
+        reply = turn_reply.turn_message(result)
         posted = await stream.finish(reply) or await web.post_once(
             self.client, job, channel, thread_ts, reply, may_be_posted="turn" in job.result)
         if not posted:  # a reply clears the status; without one, clear it here
@@ -236,17 +236,17 @@ class SlackWork:
             await self._tell(press, "That button doesn't work any more.")
             return
         done = list(job.result.get("undone") or [])
-        store = self.brain.store_for(press["user"])
-        for change in reversed(wanted[:MAX_UNDO]):
-            if change in done:
-                continue
-            try:
-                await store.undo(change)
-            except StorageError as exc:
-                await self._tell(press, f"Couldn't undo it: {exc.message}")
-                return
+
+        async def undone(change: str, _put_back: object) -> None:
             done.append(change)
             await job.remember(undone=done)
+
+        try:
+            await self.brain.changes.undo_all(user_id=press["user"], changes=wanted[:MAX_UNDO],
+                                              done=tuple(done), undone=undone)
+        except StorageError as exc:
+            await self._tell(press, f"Couldn't undo it: {exc.message}")
+            return
         text = f"Undone: {len(done)} change(s) put back (`brain history` lists them)."
         await self._show(press, cards.message([cards.section(text)], text))
         await self.home.refresh(press["user"])

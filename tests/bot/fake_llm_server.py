@@ -9,7 +9,8 @@ Messages, for tests that drive the real SDKs (point them at it with base_url).
 
 Each request takes the next scripted response: a JSON body (dict), a `Reply` (from `error()`
 or `reply()`), or a callable(request_json) -> either. With the script empty the server answers
-like a minimal model ("smart" mode, see `smart_answer`). Like the real APIs it rejects
+like a minimal model ("smart" mode, see `smart_answer`; `srv.answer_with` swaps it, e.g. for
+tests/bot/obedient.py's model that does what any text tells it). Like the real APIs it rejects
 requests that break tool-call pairing with a 400 (set `srv.validate = False` to turn off).
 `srv.delay` (seconds) slows every answer, for timeout tests; `srv.hold()` keeps every answer
 back until `srv.release()`. `srv.gate(path, body)`, when
@@ -301,6 +302,8 @@ class FakeLLMServer:
         self.delay = 0.0
         self.requests: list[RecordedRequest] = []
         self.gate: Callable[[str, dict[str, Any]], Reply | None] | None = None
+        # What answers once the script is empty: a minimal model (or tests/bot/obedient.py's).
+        self.answer_with: Callable[[str, dict[str, Any]], dict[str, Any]] = smart_answer
         self._script: list[Scripted] = []
         self._lock = threading.Lock()
         self._open = threading.Event()  # cleared by hold(): answers wait for release()
@@ -385,7 +388,7 @@ class FakeLLMServer:
                 return refused
             item: Scripted | None = self._script.pop(0) if self._script else None
         if item is None:
-            return Reply(body=smart_answer(path, body))
+            return Reply(body=self.answer_with(path, body))
         if callable(item):
             item = item(body)
         return item if isinstance(item, Reply) else Reply(body=item)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk.models.blocks import SectionBlock
 
-from bot.slack import cards
+from bot.slack import cards, turn_reply
 from bot.slack.cards import MessageInvalid, validate_message
 from storage.types import CATEGORIES, FILED_CATEGORIES
 from tests.shared import SLACK_FIXTURES
@@ -23,6 +23,7 @@ from tools.registry import Execution
 class Turn:  # the fields of bot.brain.TurnResult that cards read
     text: str
     executions: list[Execution] = field(default_factory=list)
+    changes: tuple[str, ...] = ()
 
 
 def ex(kind: str, data: dict[str, Any], text: str = "", tool: str = "t",
@@ -48,7 +49,7 @@ def buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_filed_note_card_shows_where_and_offers_the_other_categories() -> None:
-    msg = cards.turn_message(Turn("Filed to Projects: Call the dentist",
+    msg = turn_reply.turn_message(Turn("Filed to Projects: Call the dentist",
                                   [ex("capture", CAPTURE, "Filed to Projects: Call the dentist",
                                       tool="classify_and_capture")]))
     shown = texts(msg.blocks)
@@ -69,7 +70,7 @@ def test_filed_note_card_shows_where_and_offers_the_other_categories() -> None:
 def test_inbox_note_gets_one_button_per_filed_category() -> None:
     data = dict(CAPTURE, category="inbox", path="inbox/x.md", suggested_category="ideas",
                 status="needs_review", confidence=0.3)
-    msg = cards.turn_message(Turn("", [ex("capture", data, "Saved to inbox")]))
+    msg = turn_reply.turn_message(Turn("", [ex("capture", data, "Saved to inbox")]))
     moves = [b["action_id"] for b in buttons(msg.blocks) if b["action_id"] != "undo_entry"]
     assert moves == [f"move_entry:{c}" for c in FILED_CATEGORIES]
     assert "Best guess: *Ideas*" in texts(msg.blocks)
@@ -78,19 +79,19 @@ def test_inbox_note_gets_one_button_per_filed_category() -> None:
 def test_capture_card_names_related_notes_in_a_context_line() -> None:
     related = [{"name": "Sara <Chen>", "path": "people/sara-chen.md", "id": "e_1"},
                {"name": "Q3 budget " + "x" * 80, "path": "projects/q3.md", "id": "e_2"}]
-    msg = cards.turn_message(Turn("", [ex("capture", dict(CAPTURE, related=related), "Filed")]))
+    msg = turn_reply.turn_message(Turn("", [ex("capture", dict(CAPTURE, related=related), "Filed")]))
     line = next(b for b in msg.blocks if b.get("block_id", "").startswith("related-"))
     shown = line["elements"][0]["text"]
     assert shown.startswith("Related: *Sara &lt;Chen&gt;* · *Q3 budget")
     assert "…*" in shown  # a long name is clipped
-    plain = cards.turn_message(Turn("", [ex("capture", CAPTURE, "Filed")]))
+    plain = turn_reply.turn_message(Turn("", [ex("capture", CAPTURE, "Filed")]))
     assert not [b for b in plain.blocks if b.get("block_id", "").startswith("related-")]
 
 
 def test_move_result_card() -> None:
     data = {"old_path": "projects/a.md", "new_path": "admin/a.md", "category": "admin",
             "id": "e_1", "name": "Call the dentist"}
-    msg = cards.turn_message(Turn("", [ex("move", data, "Moved to Admin: Call the dentist")]))
+    msg = turn_reply.turn_message(Turn("", [ex("move", data, "Moved to Admin: Call the dentist")]))
     assert "Moved to *Admin*: Call the dentist" in texts(msg.blocks)
     assert "move_entry:admin" not in [b["action_id"] for b in buttons(msg.blocks)]
 
@@ -99,7 +100,7 @@ def test_list_card_has_compact_rows_capped_at_twenty() -> None:
     entries = [{"path": f"projects/p{i}.md", "id": f"e_{i}", "name": f"Project {i}",
                 "category": "projects", "status": "active", "snippet": "next: call"}
                for i in range(35)]
-    msg = cards.turn_message(Turn("Here you go", [ex("list", {"entries": entries,
+    msg = turn_reply.turn_message(Turn("Here you go", [ex("list", {"entries": entries,
                                                                "total": 35})]))
     shown = texts(msg.blocks)
     assert "Project 0" in shown and "Project 19" in shown and "Project 20" not in shown
@@ -110,14 +111,14 @@ def test_single_note_card_shows_fields_and_start_of_body() -> None:
     data = {"path": "people/sara.md", "id": "e_9", "name": "Sara", "category": "people",
             "context": "Finance lead", "follow_ups": ["budget", "offsite"],
             "body": "x" * 5000}
-    msg = cards.turn_message(Turn("", [ex("entry", data)]))
+    msg = turn_reply.turn_message(Turn("", [ex("entry", data)]))
     shown = texts(msg.blocks)
     assert "*Sara*" in shown and "Finance lead" in shown and "budget, offsite" in shown
     assert "x" * cards.BODY_PREVIEW not in shown and "x" * 100 in shown
 
 
 def test_failed_tool_runs_show_in_the_runs_line_without_a_card() -> None:
-    msg = cards.turn_message(Turn("I could not find it.",
+    msg = turn_reply.turn_message(Turn("I could not find it.",
                                   [ex("entry", {}, status="error", tool="get_entry")]))
     assert msg.blocks[-1]["type"] == "context"
     assert "`get_entry`" in msg.blocks[-1]["elements"][0]["text"]
@@ -130,18 +131,18 @@ def test_error_message_carries_the_reference() -> None:
 
 
 def test_user_text_is_escaped_for_mrkdwn() -> None:
-    msg = cards.turn_message(Turn("<!channel> & <@U1>"))
+    msg = turn_reply.turn_message(Turn("<!channel> & <@U1>"))
     assert "&lt;!channel&gt; &amp; &lt;@U1&gt;" in texts(msg.blocks)
 
 
 def test_the_models_prose_is_a_markdown_block_so_bold_and_links_render() -> None:
-    msg = cards.turn_message(Turn("**Due this week:** see [the plan](https://example.com/p)"))
+    msg = turn_reply.turn_message(Turn("**Due this week:** see [the plan](https://example.com/p)"))
     (prose,) = [b for b in msg.blocks if b["type"] == "markdown"]
     assert prose["text"] == "**Due this week:** see [the plan](https://example.com/p)"
 
 
 def test_a_long_reply_is_one_markdown_block_within_slacks_limit() -> None:
-    msg = cards.turn_message(Turn("word " * 3000))  # 15,000 characters
+    msg = turn_reply.turn_message(Turn("word " * 3000))  # 15,000 characters
     (prose,) = [b for b in msg.blocks if b["type"] == "markdown"]
     assert len(prose["text"]) == cards.MAX_MARKDOWN and prose["text"].endswith("…")
     assert len(msg.text) >= 14_000  # the fallback text keeps it all (up to 40,000)
@@ -216,6 +217,52 @@ def test_every_turn_message_is_valid(reply: str, captures: list[dict[str, Any]],
                                      rows: list[dict[str, Any]]) -> None:
     executions = [ex("capture", c, "filed") for c in captures]
     executions.append(ex("search", {"entries": rows, "total": len(rows)}))
-    msg = cards.turn_message(Turn(reply, executions))
+    msg = turn_reply.turn_message(Turn(reply, executions))
     assert validate_message(msg.blocks, msg.text) == msg.blocks  # idempotent: still valid
     assert 1 <= len(msg.blocks) <= cards.MAX_BLOCKS
+
+
+# -- a long reply keeps its Undo (issue 31) -----------------------------------------------------
+
+def undo_reach(blocks: list[dict[str, Any]]) -> tuple[list[str], set[str]]:
+    """What the message can undo: the changes of its "Undo changes" button, and the notes
+    whose own Undo button it shows."""
+    found = buttons(blocks)
+    changes = [c for b in found if b["action_id"] == cards.UNDO_CHANGES_ACTION
+               for c in json.loads(b["value"])["changes"]]
+    notes = {json.loads(b["value"])["entry_id"] for b in found
+             if b["action_id"] == cards.UNDO_ACTION}
+    return changes, notes
+
+
+@settings(max_examples=80, deadline=None)
+@given(captures=st.lists(capture_data(), max_size=12, unique_by=lambda c: c["id"]),
+       updates=st.integers(0, 12), searches=st.integers(0, 30), reply=st.text(max_size=500))
+def test_a_turn_that_changed_something_can_be_undone_from_its_reply(
+        captures: list[dict[str, Any]], updates: int, searches: int, reply: str) -> None:
+    executions = [ex("capture", c, "filed", tool="classify_and_capture") for c in captures]
+    executions += [ex("update", {"path": f"people/p{i}.md", "name": f"P {i}",
+                                 "category": "people", "body": "x"}, "updated",
+                      tool="update_entry") for i in range(updates)]
+    executions += [ex("search", {"entries": [], "total": 0}, "found", tool="search_entries")
+                   for _ in range(searches)]
+    changes = tuple(f"{i:040x}" for i in range(len(captures) + updates))
+    msg = turn_reply.turn_message(Turn(reply, executions, changes))
+    assert len(msg.blocks) <= cards.MAX_BLOCKS
+    undone, notes = undo_reach(msg.blocks)
+    if undone:  # one button for everything the turn changed
+        assert undone == [c[:12] for c in changes]
+    else:  # only captures, each card with its own Undo
+        assert updates == 0 and notes == {c["id"] for c in captures}
+
+
+def test_cards_that_do_not_fit_are_named_and_one_undo_puts_all_back() -> None:
+    captures = [dict(CAPTURE, id=f"e_{i:012x}", name=f"Injected item {i}") for i in range(15)]
+    executions = [ex("capture", c, "filed", tool="classify_and_capture") for c in captures]
+    changes = tuple(f"{i:040x}" for i in range(15))
+    msg = turn_reply.turn_message(Turn("Filed them.", executions, changes))
+    assert len(msg.blocks) <= cards.MAX_BLOCKS
+    line = next(b for b in msg.blocks if "do not fit" in texts([b]))
+    assert "Injected item 14" in texts([line])  # the last cards are those left out
+    undone, _ = undo_reach(msg.blocks)
+    assert undone == [c[:12] for c in changes]

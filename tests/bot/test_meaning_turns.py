@@ -11,7 +11,7 @@ import pytest
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.slack.cards import turn_message
+from bot.slack.turn_reply import turn_message
 from storage.indexer import embed_pending
 from storage.meaning import Meaning
 from tests.databases import database_env

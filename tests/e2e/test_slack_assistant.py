@@ -25,6 +25,7 @@ from tests.e2e.slack_harness import (
     save_shortcut,
     vault_files,
 )
+from tools.fence import RULE
 
 THREAD = "1767262300.000700"  # the assistant thread of the fixtures
 TOKYO = ZoneInfo("Asia/Tokyo")
@@ -83,7 +84,13 @@ async def test_a_saved_message_is_classified_by_the_model(tmp_path: Path) -> Non
             assert SAVED_TEXT in text  # the message as written, not the model's retelling
             request = llm.bodies()[0]
             assert request["tool_choice"]["function"]["name"] == "classify_and_capture"
-            assert "Message by Dana" in request["messages"][-1]["content"]
+            # someone else's words reach the model fenced as data, and the rule says so
+            sent = request["messages"][-1]["content"]
+            begin, inside, end = sent.split("\n")
+            code = begin.split()[1]
+            assert begin == f"<<<captured-data {code} begin: Slack message by Dana>>>"
+            assert inside == SAVED_TEXT and end == f"<<<captured-data {code} end>>>"
+            assert RULE in request["messages"][0]["content"]
     finally:
         llm.stop()
 

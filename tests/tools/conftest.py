@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from storage.db import Database
+from storage.history import Tally
 from storage.store import Store
 from storage.vault import Vault
 from tests.databases import fresh_url
@@ -53,7 +54,9 @@ def store(vault_root: Path, db: Database) -> Store:
 
 @pytest.fixture
 def ctx(store: Store, db: Database) -> ToolContext:
-    return ToolContext(store=store, db=db, user_id="U1", source="cli")
+    """A context whose calls stand for messages of their own: no one message's cap on writes
+    (tests/tools/test_registry.py tests the cap)."""
+    return ToolContext(store=store, db=db, user_id="U1", source="cli", tally=Tally())
 
 
 class Sandbox:
@@ -66,7 +69,7 @@ class Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         self.db = self.run(Database.open(fresh_url(tmp, "b")))
         self.store = Store(Vault(self.root), self.db)
-        self.ctx = ToolContext(store=self.store, db=self.db, user_id="U1")
+        self.ctx = ToolContext(store=self.store, db=self.db, user_id="U1", tally=Tally())
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)

@@ -264,3 +264,45 @@ def test_capped_content_is_always_valid_json_within_the_cap(
         assert parsed == payload
     else:
         assert parsed["truncated"] is True
+
+
+# ------------------------------------------------------------------ one message's writes
+
+async def test_every_write_of_one_message_counts_against_its_cap(
+        ctx: ToolContext, vault_root: Path) -> None:
+    """Captures, lines added to known people, updates and moves count alike; past the cap a
+    tool that writes is refused and changes nothing, reading goes on; kept files count."""
+    from storage.history import Tally
+    from tools.base import MAX_CHANGES_PER_TURN
+    from tools.readers.read import Reading
+    from tools.readers.sections import SharedFile
+
+    for name in ("Sara", "Omar", "Lena"):
+        write_note(vault_root, f"people/{name.lower()}.md",
+                   f"---\nid: e_{name.lower()}\ncategory: people\nname: {name}\n---\n{name}\n")
+    ctx.tally = Tally(limit=MAX_CHANGES_PER_TURN)  # one message
+    people = {"category": "people", "confidence": 0.9}
+    calls = [("classify_and_capture", {"text": f"Idea {n}: a tea corner"}) for n in range(4)]
+    calls += [("classify_and_capture", {"text": f"{name} is moving to Berlin",
+                                        "hints": {**people, "name": name}})
+              for name in ("Sara", "Omar", "Lena")]
+    calls += [("update_entry", {"path": "people/sara.md", "append": "likes tea"}),
+              ("update_entry", {"path": "people/omar.md", "append": "likes tea"}),
+              ("move_entry", {"path": "people/lena.md", "target_category": "projects"})]
+    for n, (name, args) in enumerate(calls):
+        done = await execute(ctx, f"c{n}", name, args)
+        assert done.status == "ok", done.content
+    before = snapshot(vault_root)
+    refused = [await execute(ctx, "x1", "classify_and_capture", {"text": "Idea: one more"}),
+               await execute(ctx, "x2", "update_entry", {"path": "people/omar.md",
+                                                         "append": "and coffee"})]
+    assert [e.error["code"] for e in refused if e.error] == ["too_many_changes"] * 2
+    assert snapshot(vault_root) == before
+    assert (await execute(ctx, "r1", "search_entries", {"query": "tea"})).status == "ok"
+    assert b"moving to Berlin" in before["people/sara.md"]  # appended, not a second Sara
+
+    ctx.tally = Tally(limit=MAX_CHANGES_PER_TURN)  # the next message, with two files
+    ctx.shared = [(SharedFile(f"{n}.txt", b"notes"), Reading(f"{n}.txt", "text", "notes"))
+                  for n in ("a", "b")]
+    assert (await execute(ctx, "f1", "classify_and_capture", {"text": "Minutes"})).status == "ok"
+    assert ctx.tally.count == 3  # the note and the two files it keeps

@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from storage.store import Store
+from tools.fence import BEGINS, Fence
 from tools.readers.read import Limits, Reading, read
 
 
@@ -54,27 +55,25 @@ async def read_all(files: list[SharedFile], limits: Limits | None = None) -> Rea
     return out
 
 
-SHARED_MARK = "\n\n[Shared "  # where what the files hold starts in the model's view
-
-
 def without_files(view: str) -> str:
     """The message part of a view `for_the_model` appended to (the rules judge only that)."""
-    return view.split(SHARED_MARK, 1)[0]
+    return view.split(BEGINS, 1)[0]
 
 
-def for_the_model(done: Read) -> str:
-    """What the model sees of the files beside the message (to file or to answer with)."""
+def for_the_model(done: Read, fence: Fence) -> str:
+    """What the model sees of the files beside the message (to file or to answer with): each
+    one's text fenced as data (tools/fence.py), or why it could not be read."""
     parts = []
     for shared, reading in done:
         what = f"Shared link {shared.link}" if reading.kind == "page" or (
             shared.data is None and shared.link and shared.link.startswith("http")
             and shared.name == shared.link) else f"Shared file {shared.name}"
-        head = f"[{what}" + (f", {reading.detail}" if reading.detail else "")
+        label = what + (f", {reading.detail}" if reading.detail else "")
         if reading.problem:
-            parts.append(f"{head}: could not be read: {reading.problem}]")
+            text = f"(could not be read: {reading.problem})"
         else:
             text = reading.text[:MODEL_CHARS] + (" …" if len(reading.text) > MODEL_CHARS else "")
-            parts.append(f"{head}; its text:]\n{text}")
+        parts.append(fence.wrap(label, text))
     return "\n\n".join(parts)
 
 
