@@ -33,6 +33,8 @@ DEFAULT_STATUS: dict[str, str] = {"projects": "active", "admin": "todo"}
 LIST_FIELDS: frozenset[str] = frozenset({"follow_ups", "tags"})
 # Fields whose value is a day, YYYY-MM-DD (writers read natural phrases first: tools/dates.py).
 DATE_FIELDS: frozenset[str] = frozenset({"due_date", "last_touched"})
+# The longest name a note may have, in characters (storage/text.py `given_name`; README).
+MAX_NAME = 120
 
 
 @dataclass(frozen=True)

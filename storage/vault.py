@@ -26,7 +26,7 @@ from storage.files import (
 )
 from storage.notes import ParsedNote, apply_changes, normalise_scalar, parse_note, render_note
 from storage.paths import resolve_in_vault, slugify
-from storage.text import clean, clean_value
+from storage.text import clean, clean_value, given_name, name_text
 from storage.types import (
     CATEGORIES,
     CATEGORY_FIELDS,
@@ -232,13 +232,14 @@ class Vault:
         raw_id = fields.get("id")
         entry_id = str(raw_id) if isinstance(raw_id, str | int) and str(raw_id) else None
         name = fields.get("name") or fields.get("title")
-        if not isinstance(name, str) or not name.strip():
-            name = PurePosixPath(rel).stem
+        name = name_text(name) if isinstance(name, str) else ""  # as the index has it
+        if not name:
+            name = name_text(PurePosixPath(rel).stem) or PurePosixPath(rel).stem
         category = fields.get("category")
         if category not in CATEGORIES:
             top = rel.split("/", 1)[0] if "/" in rel else None
             category = top if top in CATEGORIES else None
-        return Entry(rel, entry_id, name.strip(), category, dict(fields), parsed.body)
+        return Entry(rel, entry_id, name, category, dict(fields), parsed.body)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -251,9 +252,7 @@ class Vault:
         if category not in CATEGORIES:
             raise InvalidValue(f"unknown category {category!r}; use one of: "
                                f"{', '.join(CATEGORIES)}")
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidValue("a note needs a name")
-        name, body = clean(name), clean(body)
+        name, body = given_name(name), clean(body)
         given = _check_fields(category, clean_value(fields))
         stamp = now_iso()
         front: dict[str, Any] = {"id": entry_id or new_id(), "category": category,
@@ -276,6 +275,8 @@ class Vault:
 
     def update(self, rel: str, changes: dict[str, Any], append_body: str | None = None) -> Entry:
         changes = clean_value(changes)
+        if "name" in changes:  # invisible characters out, the length capped
+            changes["name"] = given_name(changes["name"])
         append_body = clean(append_body) if append_body is not None else None
         path = self._existing(rel)
         text = self._read_strict(path)

@@ -8,6 +8,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from storage.text import visible_name
 from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, Entry, EntrySummary
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
@@ -168,12 +169,12 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         suggested_fields = dict(classified.fields)
     confidence = round(min(max(confidence, 0.0), 1.0), 2)
 
-    name = str(hints.get("name") or "").strip()
+    name = visible_name(str(hints.get("name") or ""))  # no bidi or zero-width characters
     if ctx.shared and not URL.sub(" ", text).strip() and not URL.sub(" ", name).strip():
         name = ctx.shared[0][1].name  # a bare link (and no better name): its page's title
     if not name:
         name = classified.name if classified else classify_rules.subject(text)
-    name = name[:MAX_NAME].strip() or "Untitled"
+    name = visible_name(name)[:MAX_NAME].strip() or "Untitled"
 
     # The model's fields win over the keyword classifier's.
     merged = {**suggested_fields, **{k: v for k, v in hints.items()

@@ -10,8 +10,10 @@ connector word ("with", "that", "where", ...), so the name reads like a title.
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date
 
+from storage.text import given_name, name_text
 from tools.dates import MONTHS, WEEKDAYS, strip_dates
 
 MAX_NAME = 60
@@ -134,6 +136,9 @@ def subject(text: str, today: date | None = None, *, keep_verb: bool = True) -> 
     verbs ("Finish", "Kick off", "Plan"): a project is named by what it is, a task by what
     to do."""
     line = text.strip().splitlines()[0] if text.strip() else ""
+    # One space between words: the patterns below start with \s+, tried from every position
+    # of a long run of spaces (no-break ones too), which was quadratic.
+    line = " ".join(line.split())
     line = _LABEL.sub("", line).strip()
     proposal = False
     for _ in range(3):  # "Maybe we could ..." -> "..."
@@ -158,3 +163,47 @@ def subject(text: str, today: date | None = None, *, keep_verb: bool = True) -> 
     if len(head) > MAX_NAME:
         head = head[: MAX_NAME - 1].rsplit(" ", 1)[0].rstrip(" ,;:-") + "…"
     return head
+
+
+def given(name: str) -> str:
+    """A name someone gives a note (`brain add --name`, `--set name=`), checked before anything
+    is written, by storage's rule (storage/text.py `given_name`): without invisible characters,
+    InvalidValue when empty or longer than MAX_NAME."""
+    return given_name(name)
+
+
+# Scripts whose letters pass for one another's ("а" Cyrillic, "a" Latin, "α" Greek): one word
+# that mixes them is how a look-alike name is made. Other mixes (Japanese kana with kanji) are
+# ordinary writing.
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
+
+
+def _script(ch: str) -> str | None:
+    folded = unicodedata.normalize("NFKC", ch)[:1]  # fullwidth and mathematical letters: Latin
+    try:
+        first = unicodedata.name(folded).split()[0]
+    except (ValueError, IndexError):
+        return None
+    return first if first in _LOOKALIKE_SCRIPTS else None
+
+
+def mixed_scripts(name: str) -> list[str]:
+    """The look-alike scripts mixed inside one word of `name` ("Pаypal" with a Cyrillic "а":
+    ["Cyrillic", "Latin"]); [] when no word mixes them."""
+    if name.isascii():
+        return []
+    found: set[str] = set()
+    for word in re.findall(r"\w+", name):
+        scripts = {s for ch in word if ch.isalpha() and (s := _script(ch)) is not None}
+        if len(scripts) > 1:
+            found |= scripts
+    return sorted(s.capitalize() for s in found)
+
+
+def shown_name(name: str) -> str:
+    """A name as a card or a listing shows it: as written, without invisible characters (bidi
+    controls, zero-width ones: storage/text.py `name_text`), and when a word of it mixes
+    look-alike scripts, saying so, so "Pаypal" cannot pass for "Paypal"."""
+    name = name_text(name)
+    scripts = mixed_scripts(name)
+    return f"{name} (mixes {' and '.join(scripts)} letters)" if scripts else name

@@ -88,6 +88,18 @@ def title_from_text(text: str) -> str:
     return short
 
 
+def checked_name(name: str) -> str:
+    """A name given on the command line, by the vault's rule (no invisible characters, at most
+    MAX_NAME characters), refused before anything is opened."""
+    from storage.errors import InvalidValue
+    from tools.names import given
+
+    try:
+        return given(name)
+    except InvalidValue as exc:
+        raise UsageError(exc.message) from None
+
+
 def parse_assignments(items: list[str]) -> dict[str, Any]:
     """`key=value` pairs -> changes. Lists for list fields (`a,b`), `null` -> None."""
     changes: dict[str, Any] = {}
@@ -107,6 +119,8 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
             value = None
         elif key in LIST_FIELDS:
             value = [part.strip() for part in raw.split(",") if part.strip()]
+        elif key == "name":
+            value = checked_name(raw)
         else:
             value = raw
         changes[key] = value
@@ -126,9 +140,11 @@ def _scalar(value: Any) -> str:
 
 
 def print_entry(entry: Entry, *, body: bool = True) -> None:
+    from tools.names import shown_name  # a look-alike script mix is said
+
     print(f"path:     {entry.path}")
     print(f"id:       {entry.id or '-'}")
-    print(f"name:     {entry.name}")
+    print(f"name:     {shown_name(entry.name)}")
     print(f"category: {entry.category or '-'}")
     if not body:
         return
@@ -144,8 +160,10 @@ def print_entry_list(result: EntryList) -> None:
     if not result.entries:
         print("no entries")
         return
-    rows = [(e.category or "-", e.status or "-", (e.updated or "")[:10] or "-", e.name, e.path)
-            for e in result.entries]
+    from tools.names import shown_name
+
+    rows = [(e.category or "-", e.status or "-", (e.updated or "")[:10] or "-",
+             shown_name(e.name), e.path) for e in result.entries]
     widths = [min(max(len(r[i]) for r in rows), 40) for i in range(4)]
     for row in rows:
         cells = [row[i][: widths[i]].ljust(widths[i]) for i in range(4)]

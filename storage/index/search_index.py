@@ -23,7 +23,7 @@ from storage.index.extract import text_key
 from storage.index.names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
 from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
-from storage.text import clean_text
+from storage.text import clean_text, name_text, visible_name
 from storage.types import (
     CATEGORIES,
     BacklinkList,
@@ -156,7 +156,9 @@ class SearchIndex:
             if r is None:
                 continue
             snippet = r[6] or r[7] or r[8] or " ".join((r[9] or "").split())[:SNIPPET_CHARS]
-            out.append(EntrySummary(path=r[1], id=r[2], name=r[3], category=r[4], status=r[5],
+            # (name_text: a row indexed before names were cleaned shows no bidi control)
+            out.append(EntrySummary(path=r[1], id=r[2], name=name_text(r[3] or "") or r[1],
+                                    category=r[4], status=r[5],
                                     snippet=snippet or None, updated=r[10],
                                     score=None if scores is None else scores.get(nid),
                                     signals=None if signals is None else signals.get(nid)))
@@ -279,7 +281,7 @@ class SearchIndex:
             return []
         bare = ref[:-3] if ref.lower().endswith(".md") else ref
         params = {"v": self.key, "ref": ref, "p1": ref, "p2": ref + ".md",
-                  "name": text_key(ref), "stem": link_key(bare)}
+                  "name": text_key(visible_name(ref)), "stem": link_key(bare)}
         # One indexed SELECT per way of naming a note: with the four as one OR, SQLite walked
         # every row of the vault (56 ms a lookup at 20k notes, bench/bench_cli.py).
         result = await session.execute(text(
