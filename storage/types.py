@@ -13,6 +13,8 @@ CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin", "inbox")
 # Categories the classifier files into; inbox is where unsure captures wait for review.
 FILED_CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin")
 TRASH_DIR = ".trash"
+# Shared files kept beside the notes (Obsidian embeds them); never notes themselves.
+ATTACHMENTS = "attachments"
 
 COMMON_FIELDS: tuple[str, ...] = (
     "id", "category", "name", "created", "updated", "confidence", "source",

@@ -28,6 +28,7 @@ from storage.notes import ParsedNote, apply_changes, normalise_scalar, parse_not
 from storage.paths import resolve_in_vault, slugify
 from storage.text import clean, clean_value, given_name, name_text
 from storage.types import (
+    ATTACHMENTS,
     CATEGORIES,
     CATEGORY_FIELDS,
     DATE_FIELDS,
@@ -120,9 +121,6 @@ def _as_str_list(key: str, value: Any) -> list[str]:
         if str(item).strip():
             items.append(str(item).strip())
     return items
-
-
-ATTACHMENTS = "attachments"  # shared files kept beside the notes (Obsidian embeds them)
 
 
 class Vault:
