@@ -19,6 +19,7 @@ from storage.files import (
     TEMP_MAX_AGE,
     TEMP_NAME,
     clean_temp,
+    first_free,
     relocate,
     remove_old,
     write_atomic,
@@ -158,10 +159,13 @@ class Vault:
     # --- reading ---------------------------------------------------------------------------
 
     def scan(self) -> Iterator[tuple[str, int, int]]:
-        """(rel, mtime_ns, size) of every *.md, skipping dot-folders and symlinks out.
+        """(rel, mtime_ns, size) of every *.md, skipping dot-folders, `attachments/` and
+        symlinks out.
 
         Symlinked folders are not entered: outside ones would leave the vault and inside ones
-        would list the same notes twice (and may loop).
+        would list the same notes twice (and may loop). Files kept in `attachments/` are
+        other people's files as they shared them: never notes, whatever their name, so a
+        shared `minutes.md` cannot bring its frontmatter (an id of yours, a due date) in.
         """
         stack: list[tuple[str, str]] = [(str(self.root), "")]
         while stack:
@@ -177,6 +181,8 @@ class Vault:
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
+                        if not prefix and entry.name == ATTACHMENTS:
+                            continue
                         stack.append((entry.path, prefix + entry.name + "/"))
                     elif (entry.name.lower().endswith(".md") and entry.is_file()
                           and (not entry.is_symlink() or self._inside(entry.path))):
@@ -270,6 +276,11 @@ class Vault:
         text = render_note(front, body)
         path = write_new(self.root / category, stem, text, taken)
         return self._entry(self.relpath(path), parse_note(text))
+
+    def path_for(self, category: str, name: str, taken: Collection[str] = ()) -> str:
+        """The path `create` would give a note of this name now (it may still take another if
+        the name is taken before it writes)."""
+        return self.relpath(first_free(self.root / category, slugify(given_name(name)), taken))
 
     def update(self, rel: str, changes: dict[str, Any], append_body: str | None = None) -> Entry:
         changes = clean_value(changes)

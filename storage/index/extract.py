@@ -18,7 +18,7 @@ from storage.embed_text import embed_key, note_extra, texts_for_note
 from storage.links import extract_links, link_key
 from storage.notes import ParsedNote, _find_block, load_yaml, normalise_scalar, parse_note
 from storage.text import clean_values, name_text
-from storage.types import CATEGORIES
+from storage.types import ATTACHMENTS, CATEGORIES
 
 
 def text_key(value: str) -> str:
@@ -33,9 +33,10 @@ def meta_token(kind: str, value: str | None) -> str:
 
 
 def indexable(rel: str) -> bool:
-    """What Vault.scan yields: *.md outside dot-folders."""
+    """What Vault.scan yields: *.md outside dot-folders and `attachments/`."""
     parts = rel.split("/")
-    return rel.lower().endswith(".md") and not any(p.startswith(".") for p in parts)
+    return rel.lower().endswith(".md") and not any(p.startswith(".") for p in parts) \
+        and parts[0] != ATTACHMENTS
 
 
 def _as_text(value: Any) -> str | None:

@@ -23,6 +23,7 @@ from storage.index.extract import text_key
 from storage.index.names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
 from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
+from storage.repositories.captures import capture_for_entry
 from storage.text import clean_text, name_text, visible_name
 from storage.types import (
     CATEGORIES,
@@ -298,15 +299,29 @@ class SearchIndex:
         closest = min((way for way, _ in best.values()), default=3)
         if closest <= 1:  # an id or a path is exact; names only guess
             nids = [nid for nid in nids if best[nid][0] == closest]
+        if closest == 0 and len(nids) > 1:  # an id several files carry: the app's note
+            owned = await self._owned(session, ref, [best[nid][1] for nid in nids])
+            nids = [nid for nid in nids if best[nid][1] in owned]
         return await self._summaries(session, nids)
 
+    async def _owned(self, session: AsyncSession, entry_id: str,
+                     paths: builtins.list[str]) -> builtins.list[str]:
+        """Of the files carrying `entry_id`, the one its capture receipt points at when it is
+        one of them: the note the app made under that id (a copy made by hand, or a file from
+        someone else, may carry the id too). Else all of them."""
+        if len(paths) < 2:
+            return paths
+        receipt = await capture_for_entry(session, entry_id)
+        return [receipt.path] if receipt is not None and receipt.path in paths else paths
+
     async def paths_with_id(self, session: AsyncSession, entry_id: str) -> builtins.list[str]:
-        """The paths of the notes whose id is exactly `entry_id`: one indexed query (no ORDER
-        BY: SQLite would walk the vault's rows in path order instead of using the id index)."""
+        """The paths of the notes whose id is exactly `entry_id` (the app's own alone, when its
+        receipt names one of several: `_owned`): one indexed query (no ORDER BY: SQLite would
+        walk the vault's rows in path order instead of using the id index)."""
         result = await session.execute(text(
             "SELECT path FROM index_notes WHERE vault = :v AND id = :id"),
             {"v": self.key, "id": entry_id})
-        return sorted(row[0] for row in result)
+        return await self._owned(session, entry_id, sorted(row[0] for row in result))
 
     async def stems_taken(self, session: AsyncSession, stem: str) -> set[str]:
         """The file stems (case-folded) of notes named `stem` or `stem-<anything>`: a new
