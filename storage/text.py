@@ -68,6 +68,9 @@ def clean_values(row: Mapping[str, Any]) -> dict[str, Any]:
 # controls (marks, embeddings, overrides, isolates), zero-width spaces and joiners, the word
 # joiner and BOM, Hangul fillers (blank letters). Other format characters (category Cf: soft
 # hyphen, invisible operators, tag characters) go too.
+# Embeddings, overrides and isolates reorder the text that follows them ("gpj.exe" shown as
+# "exe.jpg"); the marks (LRM, RLM, ALM) only lean one character's direction.
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _HIDDEN = re.compile(f"[{_BIDI}\u115f\u1160\u180e\u200b-\u200d\u2060-\u2065\u206a-\u206f"
                      "\u3164\ufeff\uffa0\U000e0000-\U000e007f]")

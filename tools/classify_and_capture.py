@@ -14,6 +14,7 @@ from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
 from tools.known_person import add_to_person, known_person
+from tools.names import shown_name
 from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
 from tools.web.links import URL
@@ -244,10 +245,11 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
              if k not in ("id", "name", "category", "created", "updated", "source",
                           "confidence", "original_text", *(extra_fields or {}))}
     data["fields"] = shown
+    shown = shown_name(entry.name)  # a look-alike script mix is said
     if status == "filed":
-        summary = f"Filed to {target}: {entry.name} ({confidence:.2f})"
+        summary = f"Filed to {target}: {shown} ({confidence:.2f})"
     else:
-        summary = f"Saved to inbox for review: {entry.name} ({fields.get('reason') or 'to review'})"
+        summary = f"Saved to inbox for review: {shown} ({fields.get('reason') or 'to review'})"
     if dropped:
         summary += f"; left out: {'; '.join(dropped)}"
     if unread:

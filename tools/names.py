@@ -13,7 +13,7 @@ import re
 import unicodedata
 from datetime import date
 
-from storage.text import given_name, name_text
+from storage.text import BIDI_CONTROLS, given_name, name_text
 from tools.dates import MONTHS, WEEKDAYS, strip_dates
 
 MAX_NAME = 60
@@ -205,5 +205,17 @@ def shown_name(name: str) -> str:
     controls, zero-width ones: storage/text.py `name_text`), and when a word of it mixes
     look-alike scripts, saying so, so "Pаypal" cannot pass for "Paypal"."""
     name = name_text(name)
+    return f"{name} {mix_said(name)}".rstrip()
+
+
+def mix_said(name: str) -> str:
+    """"(mixes Cyrillic and Latin letters)" when a word of `name` mixes look-alike scripts,
+    else ""."""
     scripts = mixed_scripts(name)
-    return f"{name} (mixes {' and '.join(scripts)} letters)" if scripts else name
+    return f"(mixes {' and '.join(scripts)} letters)" if scripts else ""
+
+
+def unreordered(text: str) -> str:
+    """`text` without the bidi controls that reorder what follows them (embeddings,
+    overrides, isolates): any text a card shows, so none of it reads other than it is."""
+    return BIDI_CONTROLS.sub("", text)

@@ -160,14 +160,15 @@ def print_entry_list(result: EntryList) -> None:
     if not result.entries:
         print("no entries")
         return
-    from tools.names import shown_name
+    from tools.names import mix_said
 
-    rows = [(e.category or "-", e.status or "-", (e.updated or "")[:10] or "-",
-             shown_name(e.name), e.path) for e in result.entries]
+    rows = [(e.category or "-", e.status or "-", (e.updated or "")[:10] or "-", e.name, e.path)
+            for e in result.entries]
     widths = [min(max(len(r[i]) for r in rows), 40) for i in range(4)]
     for row in rows:
         cells = [row[i][: widths[i]].ljust(widths[i]) for i in range(4)]
-        print("  ".join(cells) + "  " + row[4])
+        said = mix_said(row[3])  # a look-alike script mix, after the path: never cut
+        print("  ".join(cells) + "  " + row[4] + (f"  {said}" if said else ""))
     print(f"({len(result.entries)} of {result.total})")
 
 

@@ -37,7 +37,7 @@ from bot.slack.limits import SlackMessage as SlackMessage
 from bot.slack.limits import message as message
 from bot.slack.limits import validate_message as validate_message
 from storage.types import FILED_CATEGORIES
-from tools.names import shown_name
+from tools.names import shown_name, unreordered
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
@@ -62,8 +62,9 @@ def new_ref() -> str:
 
 
 def escape(text: str) -> str:
-    """Escape the three characters mrkdwn treats as control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape the three characters mrkdwn treats as control characters, and leave out the bidi
+    controls that would make the text read other than it is (tools/names.py `unreordered`)."""
+    return unreordered(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def shown(name: Any, limit: int | None = None) -> str:

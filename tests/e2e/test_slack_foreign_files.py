@@ -13,10 +13,8 @@ note carrying the id a later save will get.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
-import sys
 from collections.abc import AsyncIterator
 from datetime import date, timedelta
 from pathlib import Path
@@ -26,13 +24,12 @@ import pytest
 
 from bot.saving import save_key
 from tests.brain_cli import run_process
-from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
+from tests.e2e.served import Served, served
 from tests.e2e.slack_harness import (
     AUTHOR,
     CHANNEL,
     DM,
-    SECRET,
     USER,
     SlackSender,
     button_press,
@@ -42,7 +39,7 @@ from tests.e2e.slack_harness import (
     save_shortcut,
     vault_files,
 )
-from tests.e2e.test_slack_serve import clean_env, free_port, idle, stop, wait_healthy
+from tests.e2e.test_slack_serve import idle
 from tools.base import derived_id
 
 DM_TS = "1767261600.000100"
@@ -71,26 +68,9 @@ def shortcut(fake: FakeSlack, hook: str, *, ts: str, text: str, author: str,
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[FakeSlack, SlackSender, Path, dict]]:
-    fake = await FakeSlack().start()
-    port = free_port()
-    env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
-                    SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
-                    BRAIN_LLM="offline", **database_env(tmp_path))
-    log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "serve", "--http", "--host", "127.0.0.1", "--port",
-            str(port), env=env, cwd=str(tmp_path), stdout=out, stderr=out)
-    send = SlackSender(f"http://127.0.0.1:{port}")
-    try:
-        await wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=60)
-        yield fake, send, tmp_path / "data" / "vaults" / USER, env
-    finally:
-        await send.close()
-        await stop(proc)
-        await fake.stop()
-        print(log.read_text(errors="replace")[-8000:])  # shown when the test fails
+async def bot(tmp_path: Path) -> AsyncIterator[Served]:
+    async with served(tmp_path) as running:
+        yield running
 
 
 async def save(fake: FakeSlack, send: SlackSender, hook: str, **message: Any) -> dict[str, Any]:
@@ -132,8 +112,8 @@ def id_of(vault: Path, rel: str) -> str:
 
 
 async def test_shared_markdown_and_copies_never_take_over_your_notes(
-        served: tuple[FakeSlack, SlackSender, Path, dict], tmp_path: Path) -> None:
-    fake, send, vault, env = served
+        bot: Served, tmp_path: Path) -> None:
+    fake, send, vault, env = bot.fake, bot.send, bot.vault, bot.env
     # Your note, with its card.
     status, _ = await send.event(message_event("Call the dentist about the crown next Tuesday",
                                                ts=DM_TS, event_id="EvFor1"))
