@@ -245,11 +245,11 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
              if k not in ("id", "name", "category", "created", "updated", "source",
                           "confidence", "original_text", *(extra_fields or {}))}
     data["fields"] = shown
-    shown = shown_name(entry.name)  # a look-alike script mix is said
+    said = shown_name(entry.name)  # a look-alike script mix is said
     if status == "filed":
-        summary = f"Filed to {target}: {shown} ({confidence:.2f})"
+        summary = f"Filed to {target}: {said} ({confidence:.2f})"
     else:
-        summary = f"Saved to inbox for review: {shown} ({fields.get('reason') or 'to review'})"
+        summary = f"Saved to inbox for review: {said} ({fields.get('reason') or 'to review'})"
     if dropped:
         summary += f"; left out: {'; '.join(dropped)}"
     if unread:

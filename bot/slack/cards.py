@@ -36,8 +36,12 @@ from bot.slack.limits import MessageInvalid as MessageInvalid
 from bot.slack.limits import SlackMessage as SlackMessage
 from bot.slack.limits import message as message
 from bot.slack.limits import validate_message as validate_message
+from bot.slack.mrkdwn import clip as clip
+from bot.slack.mrkdwn import escape as escape
+from bot.slack.mrkdwn import shown as shown
+from bot.slack.mrkdwn import title as title
 from storage.types import FILED_CATEGORIES
-from tools.names import shown_name, unreordered
+from tools.names import shown_name
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
@@ -59,27 +63,6 @@ KEY_FIELDS: tuple[tuple[str, str], ...] = (
 def new_ref() -> str:
     """A short reference id shown to the user and written to the log."""
     return secrets.token_hex(3)
-
-
-def escape(text: str) -> str:
-    """Escape the three characters mrkdwn treats as control characters, and leave out the bidi
-    controls that would make the text read other than it is (tools/names.py `unreordered`)."""
-    return unreordered(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def shown(name: Any, limit: int | None = None) -> str:
-    """A note's name in a card: no bidi or zero-width characters, a mix of look-alike scripts
-    said (tools/names.py `shown_name`), escaped."""
-    text = shown_name(str(name))
-    return escape(clip(text, limit) if limit else text)
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def title(category: str | None) -> str:
-    return (category or "note").capitalize()
 
 
 # ---------------------------------------------------------------------------------------------
