@@ -10,10 +10,10 @@ connector word ("with", "that", "where", ...), so the name reads like a title.
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import date
 
 from storage.text import BIDI_CONTROLS, given_name, name_text
+from storage.types import mix_said
 from tools.dates import MONTHS, WEEKDAYS, strip_dates
 
 MAX_NAME = 60
@@ -172,47 +172,12 @@ def given(name: str) -> str:
     return given_name(name)
 
 
-# Scripts whose letters pass for one another's ("а" Cyrillic, "a" Latin, "α" Greek): one word
-# that mixes them is how a look-alike name is made. Other mixes (Japanese kana with kanji) are
-# ordinary writing.
-_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
-
-
-def _script(ch: str) -> str | None:
-    folded = unicodedata.normalize("NFKC", ch)[:1]  # fullwidth and mathematical letters: Latin
-    try:
-        first = unicodedata.name(folded).split()[0]
-    except (ValueError, IndexError):
-        return None
-    return first if first in _LOOKALIKE_SCRIPTS else None
-
-
-def mixed_scripts(name: str) -> list[str]:
-    """The look-alike scripts mixed inside one word of `name` ("Pаypal" with a Cyrillic "а":
-    ["Cyrillic", "Latin"]); [] when no word mixes them."""
-    if name.isascii():
-        return []
-    found: set[str] = set()
-    for word in re.findall(r"\w+", name):
-        scripts = {s for ch in word if ch.isalpha() and (s := _script(ch)) is not None}
-        if len(scripts) > 1:
-            found |= scripts
-    return sorted(s.capitalize() for s in found)
-
-
 def shown_name(name: str) -> str:
     """A name as a card or a listing shows it: as written, without invisible characters (bidi
     controls, zero-width ones: storage/text.py `name_text`), and when a word of it mixes
     look-alike scripts, saying so, so "Pаypal" cannot pass for "Paypal"."""
     name = name_text(name)
     return f"{name} {mix_said(name)}".rstrip()
-
-
-def mix_said(name: str) -> str:
-    """"(mixes Cyrillic and Latin letters)" when a word of `name` mixes look-alike scripts,
-    else ""."""
-    scripts = mixed_scripts(name)
-    return f"(mixes {' and '.join(scripts)} letters)" if scripts else ""
 
 
 def unreordered(text: str) -> str:

@@ -35,6 +35,7 @@ from storage.types import (
     EntryList,
     MoveResult,
     RefreshStats,
+    mix_said,
 )
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is opened by the verb, not by `brain --help`
@@ -140,11 +141,9 @@ def _scalar(value: Any) -> str:
 
 
 def print_entry(entry: Entry, *, body: bool = True) -> None:
-    from tools.names import shown_name  # a look-alike script mix is said
-
     print(f"path:     {entry.path}")
     print(f"id:       {entry.id or '-'}")
-    print(f"name:     {shown_name(entry.name)}")
+    print(f"name:     {entry.name} {mix_said(entry.name)}".rstrip())  # a look-alike mix said
     print(f"category: {entry.category or '-'}")
     if not body:
         return
@@ -160,8 +159,6 @@ def print_entry_list(result: EntryList) -> None:
     if not result.entries:
         print("no entries")
         return
-    from tools.names import mix_said
-
     rows = [(e.category or "-", e.status or "-", (e.updated or "")[:10] or "-", e.name, e.path)
             for e in result.entries]
     widths = [min(max(len(r[i]) for r in rows), 40) for i in range(4)]

@@ -23,7 +23,6 @@ from storage.index.extract import text_key
 from storage.index.names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
 from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
-from storage.repositories.captures import capture_for_entry
 from storage.text import clean_text, name_text, visible_name
 from storage.types import (
     CATEGORIES,
@@ -311,6 +310,8 @@ class SearchIndex:
         someone else, may carry the id too). Else all of them."""
         if len(paths) < 2:
             return paths
+        from storage.repositories.captures import capture_for_entry  # (rare: the ORM loads)
+
         receipt = await capture_for_entry(session, entry_id)
         return [receipt.path] if receipt is not None and receipt.path in paths else paths
 
