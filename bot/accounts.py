@@ -34,7 +34,7 @@ class Footprint:
     """What the brain holds of one person (what an export contains, what forget erases)."""
 
     user_id: str
-    vault: Path
+    vault: Path | None  # None: they have no vault (BRAIN_OWNER: anyone but the owner)
     files: int
     rows: dict[str, int] = field(default_factory=dict)
 
@@ -57,16 +57,22 @@ class Accounts:
         self.core = core
         self.people = people or People(core)
 
-    def _vault(self, user_id: str) -> Path:
+    def _vault(self, user_id: str) -> Path | None:
+        """The person's vault folder; None when they have none (BRAIN_OWNER: anyone but the
+        owner), and InvalidValue for a name that is part of the owner's vault."""
+        self.core.check_person(user_id)
+        if not self.core.has_vault(user_id):
+            return None
         return Path(self.core.store_for(user_id).vault.root)
 
     async def holds(self, user_id: str) -> bool:
         """Is anything of this person here: their vault folder, or rows of theirs? (Asked
         before an export or forget, so a mistyped id is said to be unknown, and no empty
-        vault is made for it.)"""
+        vault is made for it.) InvalidValue for a name that is part of the owner's vault."""
+        self.core.check_person(user_id)
         folder = self.core.settings.vault_for(user_id)
-        if folder.exists() or folder.is_symlink():  # a link is refused later, by name
-            return True
+        if self.core.has_vault(user_id) and (folder.exists() or folder.is_symlink()):
+            return True  # (a link is refused later, by name)
         async with self.core.db.session() as s:
             return await user_data.holds_any(s, user_id)
 
@@ -75,7 +81,7 @@ class Accounts:
         async with self.core.db.session() as s:
             conversations = await user_data.conversations_of(s, user_id)
             captures = await user_data.captures_of(s, user_id)
-        return Footprint(user_id, root, len(_vault_files(root)),
+        return Footprint(user_id, root, len(_vault_files(root)) if root else 0,
                          {"conversations": len(conversations),
                           "turns": sum(len(c["turns"]) for c in conversations),
                           "captures": len(captures)})
@@ -87,13 +93,13 @@ class Accounts:
             conversations = await user_data.conversations_of(s, user_id)
             captures = await user_data.captures_of(s, user_id)
             digests = await user_data.subscriptions_of(s, user_id)
-        files = _vault_files(root)
-        history = self.core.store_for(user_id).history
+        files = _vault_files(root) if root else []
+        history = self.core.store_for(user_id).history if root else None
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for path in files:
-                zf.write(path, "vault/" + path.relative_to(root).as_posix())
+                zf.write(path, "vault/" + path.relative_to(root or path).as_posix())
             for path, name in history.files() if history is not None else []:
                 zf.write(path, "history/" + name)  # a git repository: `git log` reads it
             for name, data in (("conversations.json", conversations),
@@ -111,6 +117,22 @@ class Accounts:
 
     async def forget(self, user_id: str) -> Footprint:
         """Erase the person's vault and every row of theirs. Not undoable."""
+        root = self._vault(user_id)
+        files, vectors = await self._erase_vault(user_id) if root is not None else ([], 0)
+        async with self.core.db.session() as s:
+            rows = await user_data.forget(s, user_id)
+            await s.commit()
+        rows["index_vectors"] = vectors
+        await user_data.scrub(self.core.db.engine)  # the words leave FTS segments and the WAL
+        if root is not None and root != Path(self.core.settings.vault_root).resolve():
+            shutil.rmtree(root, ignore_errors=True)  # their own folder; never the shared root
+        self.core.forget_store(user_id)
+        log.info("forgot %s: %d files, %s", user_id, len(files), rows)
+        return Footprint(user_id, root, len(files), rows)
+
+    async def _erase_vault(self, user_id: str) -> tuple[list[Path], int]:
+        """The vault's files, history and vectors gone, the index told: (the files, how many
+        vectors)."""
         store = self.core.store_for(user_id)
         root = Path(store.vault.root)
         if self.core.vault_override is None:
@@ -125,17 +147,7 @@ class Accounts:
             else:
                 child.unlink()
         await store.refresh()  # the index forgets the files that went
-        vectors = await store.drop_vectors()
-        async with self.core.db.session() as s:
-            rows = await user_data.forget(s, user_id)
-            await s.commit()
-        rows["index_vectors"] = vectors
-        await user_data.scrub(self.core.db.engine)  # the words leave FTS segments and the WAL
-        if root != Path(self.core.settings.vault_root).resolve():
-            shutil.rmtree(root, ignore_errors=True)  # their own folder; never the shared root
-        self.core.forget_store(user_id)
-        log.info("forgot %s: %d files, %s", user_id, len(files), rows)
-        return Footprint(user_id, root, len(files), rows)
+        return files, await store.drop_vectors()
 
     async def prune(self, now: datetime | None = None) -> dict[str, int]:
         """Delete what is older than the retention period (nothing when it is 0), and OAuth

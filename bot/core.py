@@ -20,7 +20,10 @@ from storage.db import Database
 from storage.errors import InvalidValue
 from storage.paths import check_person_folder
 from storage.store import Store
-from storage.types import is_user_id
+from storage.types import ATTACHMENTS, CATEGORIES, TRASH_DIR, is_user_id
+
+# Folders a vault uses: never a person's id under BRAIN_OWNER.
+VAULT_NAMES = frozenset({*CATEGORIES, TRASH_DIR, ATTACHMENTS})
 
 if TYPE_CHECKING:
     from bot.index_keeper import IndexKeeper
@@ -102,15 +105,41 @@ class Core:
         return self._keeper
 
     def store_for(self, user_id: str) -> Store:
-        """The person's vault over the shared database; refuses ids that could name a path."""
+        """The person's vault over the shared database; refuses ids that could name a path,
+        and with BRAIN_OWNER anyone but the owner (`has_vault`)."""
         if not is_user_id(user_id):
             raise InvalidValue(f"not a valid user id: {user_id!r}")
+        self.check_person(user_id)
+        if not self.has_vault(user_id):
+            raise InvalidValue(f"this brain keeps notes for {self.settings.owner} only "
+                               f"(BRAIN_OWNER); {user_id!r} has no vault here")
         if self.vault_override is None:
             self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too
         if user_id not in self._stores:
             root = self.vault_override or self.settings.vault_for(user_id)
             self._stores[user_id] = self.keeper.store(root)
         return self._stores[user_id]
+
+    def has_vault(self, user_id: str) -> bool:
+        """With BRAIN_OWNER only the owner has a vault, the vault root itself: `<root>/<id>`
+        would be a folder of the owner's vault. Anyone else's data is rows only."""
+        owner = self.settings.owner
+        return self.vault_override is not None or not owner or user_id == owner
+
+    def check_person(self, user_id: str) -> None:
+        """InvalidValue when `user_id` is part of the owner's vault (BRAIN_OWNER): a name of a
+        file or folder in it (`projects`, `.git`, `attachments`), or of one the vault uses, is
+        never a person, so no export or forget of it reads or erases the owner's notes."""
+        owner = self.settings.owner
+        if not owner or user_id == owner or self.vault_override is not None:
+            return
+        inside = self.settings.vault_root / user_id
+        if user_id.startswith(".") or user_id in VAULT_NAMES or inside.exists() \
+                or inside.is_symlink():
+            raise InvalidValue(f"{user_id!r} is a part of {owner}'s vault, not a person: with "
+                               "BRAIN_OWNER the vault root is the owner's vault, and --user "
+                               f"names the owner or someone with no folder in it. Nothing "
+                               "was read or changed")
 
     def check_vault_folder(self, user_id: str) -> None:
         """UnsafePath when the person's own folder (`<vault root>/<user id>`) is a symlink or

@@ -159,7 +159,7 @@ class ReminderScheduler(Poller):
         if stopped:
             return claimed
         for user in users:
-            if user in paused:
+            if user in paused or not self.core.has_vault(user):  # (BRAIN_OWNER: the owner's)
                 continue
             try:
                 tz = await self.reminders.tz_for(user, self.tz_lookup, now)

@@ -66,7 +66,7 @@ class Saver:
             if receipt is None or receipt.user_id != user_id:
                 break
             if receipt.category != "trash":
-                entry = await store.find_id(receipt.entry_id)
+                entry = await store.find_id(receipt.entry_id, at=receipt.path)
                 if entry is not None:
                     return Saved(_card_data(entry, receipt.status), f"Already saved: "
                                  f"{entry.name} ({entry.category})", already=True)

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
 from storage.models import Capture, DigestSubscription
+from storage.text import name_text
 
 _notes = table(
     "index_notes",
@@ -68,7 +69,7 @@ def _frontmatter(raw: Any) -> dict[str, Any]:
 
 
 def _note(row: Any) -> NoteRow:
-    return NoteRow(row.path, row.id, row.name, row.category, row.status, row.one_liner,
+    return NoteRow(row.path, row.id, name_text(row.name or "") or row.path, row.category, row.status, row.one_liner,
                    row.context, row.next_action, row.due_date, _frontmatter(row.frontmatter),
                    row.updated, float(row.updated_ts or 0.0))
 

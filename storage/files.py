@@ -68,6 +68,17 @@ def _claim_and_replace(folder: Path, stem: str, tmp: str, suffix: str = ".md") -
     raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
 
 
+def first_free(folder: Path, stem: str, taken: Collection[str] = (),
+               suffix: str = ".md") -> Path:
+    """The name `write_new` would give a file now: the first of `stem`, `stem-2`, ... that is
+    neither in `taken` (case-folded) nor there."""
+    for number in range(1, MAX_SUFFIX):
+        path = folder / numbered(stem, number, suffix)
+        if not (taken and path.stem.casefold() in taken) and not os.path.lexists(path):
+            return path
+    raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
+
+
 def numbered(stem: str, number: int, suffix: str) -> str:
     return f"{stem}{suffix}" if number == 1 else f"{stem}-{number}{suffix}"
 

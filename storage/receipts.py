@@ -61,6 +61,24 @@ class Receipts:
             return await repositories.mark_capture(s, entry_id, "fixed", path=path,
                                                    category=category)
 
+    async def placed(self, entry_id: str, *, path: str, category: str, status: str) -> bool:
+        """A capture's note was written somewhere else than its receipt said (the receipt is
+        written first: storage/ids.py), or written again after it was deleted by hand. A
+        failure is logged and returned as False, as `record`'s."""
+        try:
+            async with self._session(None) as s:
+                await repositories.mark_capture(s, entry_id, status, path=path,
+                                                category=category)
+            return True
+        except Exception:
+            log.exception("capture receipt for %s not moved to %s", entry_id, path)
+            return False
+
+    async def drop(self, entry_id: str) -> None:
+        """The note of a receipt written first could not be written: the receipt goes."""
+        async with self._session(None) as s:
+            await repositories.drop_captures(s, entry_id)
+
     async def for_entry(self, entry_id: str) -> CaptureRow | None:
         """The latest receipt of the note `entry_id`."""
         async with self.db.session() as s:

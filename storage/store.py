@@ -17,13 +17,13 @@ import asyncio
 import builtins
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from storage import relink
+from storage import ids, relink
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import Change, History
@@ -189,25 +189,20 @@ class Store:
     async def get(self, ref: str) -> Entry:
         return self.vault.read(await self.resolve(ref))
 
-    async def _with_id(self, entry_id: str) -> Entry | None:
-        """The indexed note carrying exactly `entry_id` (one query, no rescan), or None."""
-        async with self.db.session() as session:
-            paths = await self.index.paths_with_id(session, entry_id)
-        for rel in paths:
-            with contextlib.suppress(NotFound):  # indexed, then removed by hand
-                entry = self.vault.read(rel)
-                if entry.id == entry_id:
-                    return entry
-        return None
+    async def _with_id(self, entry_id: str, at: str | None = None) -> Entry | None:
+        """storage/ids.py `with_id` (one query, no rescan)."""
+        return await ids.with_id(self.db, self.index, entry_id, at)
 
-    async def find_id(self, entry_id: str, *, look_hard: bool = True) -> Entry | None:
-        """The note with this exact id, or None. `look_hard`: on a miss, rescan (a file written
-        just before a crash, not indexed yet): for work that runs again, not every capture."""
+    async def find_id(self, entry_id: str, *, at: str | None = None,
+                      look_hard: bool = True) -> Entry | None:
+        """The note with this exact id (at `at`, its receipt's path, if it is there), or None.
+        `look_hard`: on a miss, rescan (a file written just before a crash, not indexed yet):
+        for work that runs again, not every capture."""
         await self._fresh()
-        found = await self._with_id(entry_id)
+        found = await self._with_id(entry_id, at)
         if found is None and look_hard:
             await self.refresh()
-            found = await self._with_id(entry_id)
+            found = await self._with_id(entry_id, at)
         return found
 
     async def _current(self, ref: str) -> str:
@@ -305,27 +300,31 @@ class Store:
         return (await self.create_once(category, name, fields, body, entry_id=entry_id))[0]
 
     async def create_once(self, category: str, name: str, fields: dict[str, Any], body: str,
-                          *, entry_id: str | None,
-                          then: Callable[[Entry, bool], Awaitable[object]] | None = None,
+                          *, entry_id: str | None, claim: ids.Claim | None = None,
                           ) -> tuple[Entry, bool]:
         """A new note (True), or, for a given `entry_id` (derived from a job or a saved
-        message), the one another run or process made (False): never two in one vault. The
-        lookup and the write are one step under the vault's write lock, and the new file is
-        indexed before the lock is let go, so the other run's one-query lookup sees it.
-        `then(entry, made)` runs under the lock too (a capture's receipt, written once)."""
+        message), the one another run or process made (False): never two in one vault. With a
+        `claim` (a capture's receipt, storage/ids.py) that note is the one the claim records,
+        never a file that merely carries the id, and the claim is recorded before the note is
+        written. The lookup and the write are one step under the vault's write lock, and the
+        new file is indexed before the lock is let go, so the other run's lookup sees it."""
         async with self._changing():
-            entry = await self._with_id(entry_id) if entry_id else None
+            claim = claim if entry_id else None
+            held = await claim.held() if claim is not None else None
+            entry = None
+            if entry_id and (claim is None or held is not None):
+                entry = await self._with_id(entry_id, held)
+                if entry is None and held is not None:  # written, then a crash: not indexed
+                    entry = await self.find_id(entry_id, at=held)
             made = entry is None
             if entry is None:
                 await self._before([])
                 taken = await relink.stems_taken(self.db, self.index, slugify(name)
                                                  if isinstance(name, str) else "")
-                entry = self.vault.create(category, name, fields, body, entry_id=entry_id,
-                                          taken=taken)
+                entry = await ids.create(self.vault, claim, category, name, fields, body,
+                                         entry_id=entry_id, taken=taken)
                 await self._record("create", f"{entry.name} in {category}", [entry.path])
                 await self._touched([entry.path])
-            if then is not None:
-                await then(entry, made)
         return entry, made
 
     async def update(self, ref: str, changes: dict[str, Any],

@@ -13,8 +13,12 @@ way to a query, so a name holding one is still found by the same text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
+
+from storage.errors import InvalidValue
+from storage.types import MAX_NAME
 
 REPLACEMENT = "\ufffd"
 # C0 controls but tab, LF, CR; DEL and C1 controls; lone surrogates; the two non-characters
@@ -56,3 +60,65 @@ def clean_text(value: str) -> str:
 def clean_values(row: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `row` with every string value cleaned (`clean_text`)."""
     return {k: clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
+# --- names ------------------------------------------------------------------------------------
+
+# Invisible characters that make a name read differently from what it is: bidirectional
+# controls (marks, embeddings, overrides, isolates), zero-width spaces and joiners, the word
+# joiner and BOM, Hangul fillers (blank letters). Other format characters (category Cf: soft
+# hyphen, invisible operators, tag characters) go too.
+# Embeddings, overrides and isolates reorder the text that follows them ("gpj.exe" shown as
+# "exe.jpg"); the marks (LRM, RLM, ALM) only lean one character's direction.
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_HIDDEN = re.compile(f"[{_BIDI}\u115f\u1160\u180e\u200b-\u200d\u2060-\u2065\u206a-\u206f"
+                     "\u3164\ufeff\uffa0\U000e0000-\U000e007f]")
+_JOINERS = "\u200c\u200d"
+
+
+def _visible(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch in _JOINERS:
+            # A joiner between two characters of a script that needs it (Persian, Indic,
+            # an emoji sequence) stays; next to ASCII or a space it only hides a difference.
+            before, after = name[i - 1:i], name[i + 1:i + 2]
+            if before and after and not (before + after).isascii() and \
+                    not before.isspace() and not after.isspace():
+                out.append(ch)
+        elif not _HIDDEN.match(ch) and unicodedata.category(ch) != "Cf":
+            out.append(ch)
+    return "".join(out)
+
+
+def visible_name(name: str) -> str:
+    """A note's name as the app keeps and shows it: without bidirectional controls or
+    zero-width and other invisible characters, every run of spaces and line breaks one space,
+    control characters as U+FFFD (`clean`). May be empty or longer than MAX_NAME."""
+    if not name.isascii():
+        name = _visible(name)
+    return " ".join(clean(name).split())
+
+
+def name_text(name: str) -> str:
+    """`visible_name`, cut to at most MAX_NAME characters (at a word, with "…"): a name read
+    from a note written by hand. May be empty: the caller says what such a note is called."""
+    name = visible_name(name)
+    if len(name) > MAX_NAME:
+        cut = name[:MAX_NAME - 1]
+        at = cut.rfind(" ")
+        name = (cut[:at] if at >= MAX_NAME // 2 else cut).rstrip() + "…"
+    return name
+
+
+def given_name(name: object) -> str:
+    """A name given for a note (a capture, `--name`, an update): `visible_name`, or
+    InvalidValue when nothing visible is left or it is longer than MAX_NAME."""
+    shown = visible_name(name) if isinstance(name, str) else ""
+    if not shown:
+        raise InvalidValue("a note needs a name")
+    if len(shown) > MAX_NAME:
+        raise InvalidValue(f"a note's name is at most {MAX_NAME} characters; this one has "
+                           f"{len(shown):,}")
+    return shown

@@ -6,6 +6,7 @@ Every result a tool or CLI verb prints is one of these; `to_dict()` gives the JS
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -13,6 +14,8 @@ CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin", "inbox")
 # Categories the classifier files into; inbox is where unsure captures wait for review.
 FILED_CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin")
 TRASH_DIR = ".trash"
+# Shared files kept beside the notes (Obsidian embeds them); never notes themselves.
+ATTACHMENTS = "attachments"
 
 COMMON_FIELDS: tuple[str, ...] = (
     "id", "category", "name", "created", "updated", "confidence", "source",
@@ -33,6 +36,8 @@ DEFAULT_STATUS: dict[str, str] = {"projects": "active", "admin": "todo"}
 LIST_FIELDS: frozenset[str] = frozenset({"follow_ups", "tags"})
 # Fields whose value is a day, YYYY-MM-DD (writers read natural phrases first: tools/dates.py).
 DATE_FIELDS: frozenset[str] = frozenset({"due_date", "last_touched"})
+# The longest name a note may have, in characters (storage/text.py `given_name`; README).
+MAX_NAME = 120
 
 
 @dataclass(frozen=True)
@@ -194,3 +199,38 @@ _USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 def is_user_id(value: str) -> bool:
     """Can `value` be a person's id (and so their vault folder's name)?"""
     return bool(_USER_ID.match(value)) and value not in {".", ".."}
+
+
+# Scripts whose letters pass for one another's ("а" Cyrillic, "a" Latin, "α" Greek): one word
+# that mixes them is how a look-alike name is made. Other mixes (Japanese kana with kanji) are
+# ordinary writing.
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE"})
+
+
+def _script(ch: str) -> str | None:
+    folded = unicodedata.normalize("NFKC", ch)[:1]  # fullwidth and mathematical letters: Latin
+    try:
+        first = unicodedata.name(folded).split()[0]
+    except (ValueError, IndexError):
+        return None
+    return first if first in _LOOKALIKE_SCRIPTS else None
+
+
+def mixed_scripts(name: str) -> list[str]:
+    """The look-alike scripts mixed inside one word of `name` ("Pаypal" with a Cyrillic "а":
+    ["Cyrillic", "Latin"]); [] when no word mixes them."""
+    if name.isascii():
+        return []
+    found: set[str] = set()
+    for word in re.findall(r"\w+", name):
+        scripts = {s for ch in word if ch.isalpha() and (s := _script(ch)) is not None}
+        if len(scripts) > 1:
+            found |= scripts
+    return sorted(s.capitalize() for s in found)
+
+
+def mix_said(name: str) -> str:
+    """"(mixes Cyrillic and Latin letters)" when a word of `name` mixes look-alike scripts,
+    else ""."""
+    scripts = mixed_scripts(name)
+    return f"(mixes {' and '.join(scripts)} letters)" if scripts else ""

@@ -19,6 +19,7 @@ from storage.files import (
     TEMP_MAX_AGE,
     TEMP_NAME,
     clean_temp,
+    first_free,
     relocate,
     remove_old,
     write_atomic,
@@ -26,8 +27,9 @@ from storage.files import (
 )
 from storage.notes import ParsedNote, apply_changes, normalise_scalar, parse_note, render_note
 from storage.paths import resolve_in_vault, slugify
-from storage.text import clean, clean_value
+from storage.text import clean, clean_value, given_name, name_text
 from storage.types import (
+    ATTACHMENTS,
     CATEGORIES,
     CATEGORY_FIELDS,
     DATE_FIELDS,
@@ -122,9 +124,6 @@ def _as_str_list(key: str, value: Any) -> list[str]:
     return items
 
 
-ATTACHMENTS = "attachments"  # shared files kept beside the notes (Obsidian embeds them)
-
-
 class Vault:
     def __init__(self, root: Path) -> None:
         root = Path(root)
@@ -160,10 +159,13 @@ class Vault:
     # --- reading ---------------------------------------------------------------------------
 
     def scan(self) -> Iterator[tuple[str, int, int]]:
-        """(rel, mtime_ns, size) of every *.md, skipping dot-folders and symlinks out.
+        """(rel, mtime_ns, size) of every *.md, skipping dot-folders, `attachments/` and
+        symlinks out.
 
         Symlinked folders are not entered: outside ones would leave the vault and inside ones
-        would list the same notes twice (and may loop).
+        would list the same notes twice (and may loop). Files kept in `attachments/` are
+        other people's files as they shared them: never notes, whatever their name, so a
+        shared `minutes.md` cannot bring its frontmatter (an id of yours, a due date) in.
         """
         stack: list[tuple[str, str]] = [(str(self.root), "")]
         while stack:
@@ -179,6 +181,8 @@ class Vault:
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
+                        if not prefix and entry.name == ATTACHMENTS:
+                            continue
                         stack.append((entry.path, prefix + entry.name + "/"))
                     elif (entry.name.lower().endswith(".md") and entry.is_file()
                           and (not entry.is_symlink() or self._inside(entry.path))):
@@ -232,13 +236,14 @@ class Vault:
         raw_id = fields.get("id")
         entry_id = str(raw_id) if isinstance(raw_id, str | int) and str(raw_id) else None
         name = fields.get("name") or fields.get("title")
-        if not isinstance(name, str) or not name.strip():
-            name = PurePosixPath(rel).stem
+        name = name_text(name) if isinstance(name, str) else ""  # as the index has it
+        if not name:
+            name = name_text(PurePosixPath(rel).stem) or PurePosixPath(rel).stem
         category = fields.get("category")
         if category not in CATEGORIES:
             top = rel.split("/", 1)[0] if "/" in rel else None
             category = top if top in CATEGORIES else None
-        return Entry(rel, entry_id, name.strip(), category, dict(fields), parsed.body)
+        return Entry(rel, entry_id, name, category, dict(fields), parsed.body)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -251,9 +256,7 @@ class Vault:
         if category not in CATEGORIES:
             raise InvalidValue(f"unknown category {category!r}; use one of: "
                                f"{', '.join(CATEGORIES)}")
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidValue("a note needs a name")
-        name, body = clean(name), clean(body)
+        name, body = given_name(name), clean(body)
         given = _check_fields(category, clean_value(fields))
         stamp = now_iso()
         front: dict[str, Any] = {"id": entry_id or new_id(), "category": category,
@@ -274,8 +277,15 @@ class Vault:
         path = write_new(self.root / category, stem, text, taken)
         return self._entry(self.relpath(path), parse_note(text))
 
+    def path_for(self, category: str, name: str, taken: Collection[str] = ()) -> str:
+        """The path `create` would give a note of this name now (it may still take another if
+        the name is taken before it writes)."""
+        return self.relpath(first_free(self.root / category, slugify(given_name(name)), taken))
+
     def update(self, rel: str, changes: dict[str, Any], append_body: str | None = None) -> Entry:
         changes = clean_value(changes)
+        if "name" in changes:  # invisible characters out, the length capped
+            changes["name"] = given_name(changes["name"])
         append_body = clean(append_body) if append_body is not None else None
         path = self._existing(rel)
         text = self._read_strict(path)

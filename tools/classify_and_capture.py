@@ -8,11 +8,13 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from storage.text import visible_name
 from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, Entry, EntrySummary
 from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
 from tools.known_person import add_to_person, known_person
+from tools.names import shown_name
 from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
 from tools.web.links import URL
@@ -168,12 +170,12 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         suggested_fields = dict(classified.fields)
     confidence = round(min(max(confidence, 0.0), 1.0), 2)
 
-    name = str(hints.get("name") or "").strip()
+    name = visible_name(str(hints.get("name") or ""))  # no bidi or zero-width characters
     if ctx.shared and not URL.sub(" ", text).strip() and not URL.sub(" ", name).strip():
         name = ctx.shared[0][1].name  # a bare link (and no better name): its page's title
     if not name:
         name = classified.name if classified else classify_rules.subject(text)
-    name = name[:MAX_NAME].strip() or "Untitled"
+    name = visible_name(name)[:MAX_NAME].strip() or "Untitled"
 
     # The model's fields win over the keyword classifier's.
     merged = {**suggested_fields, **{k: v for k, v in hints.items()
@@ -209,26 +211,18 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         status = "filed"
 
     # A derived id may be on a note already: made by an earlier attempt, or by a stalled one
-    # still running. Looking hard (a full rescan on a miss) is for work that runs again only.
-    existing = (await ctx.store.find_id(entry_id, look_hard=ctx.retried)
-                if entry_id else None)
+    # still running. Its receipt says so, written before the note (a file that merely carries
+    # the id, a copy or someone else's, is not it).
+    claim = Receipt(ctx, text, entry_id, target, status, confidence) if entry_id else None
+    existing = await claim.held() if claim is not None else None
     if existing is None and target == "people" and not ctx.shared:
         person = await known_person(ctx, name)
         if person is not None:  # news of someone with a note: into that note
             return await add_to_person(ctx, person, text)
-    receipt = True
-
-    async def receipt_once(entry: Entry, made: bool) -> None:
-        # Under the vault lock: the run that made the note writes its receipt, another run
-        # only when none is there (the first was cut off between the note and its receipt).
-        nonlocal receipt
-        if made or await ctx.receipts.for_entry(entry.id or "") is None:
-            where, how, sure = _as_filed(entry, made, target, status, confidence)
-            receipt = await write_receipt(ctx, text, entry.id or "", entry.path, where, sure,
-                                          how)
-
     entry, made = await ctx.store.create_once(target, name, fields, body, entry_id=entry_id,
-                                              then=receipt_once)
+                                              claim=claim)
+    receipt = claim.ok if claim is not None else await write_receipt(
+        ctx, text, entry.id or "", entry.path, target, confidence, status)
     if not made:  # another run filed it: the reply tells what is there
         target, status, confidence = _as_filed(entry, made, target, status, confidence)
         fields = entry.fields
@@ -251,10 +245,11 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
              if k not in ("id", "name", "category", "created", "updated", "source",
                           "confidence", "original_text", *(extra_fields or {}))}
     data["fields"] = shown
+    said = shown_name(entry.name)  # a look-alike script mix is said
     if status == "filed":
-        summary = f"Filed to {target}: {entry.name} ({confidence:.2f})"
+        summary = f"Filed to {target}: {said} ({confidence:.2f})"
     else:
-        summary = f"Saved to inbox for review: {entry.name} ({fields.get('reason') or 'to review'})"
+        summary = f"Saved to inbox for review: {said} ({fields.get('reason') or 'to review'})"
     if dropped:
         summary += f"; left out: {'; '.join(dropped)}"
     if unread:
@@ -274,6 +269,39 @@ def _as_filed(entry: Entry, made: bool, target: str, status: str,
     known = entry.fields.get("confidence")
     sure = float(known) if isinstance(known, int | float) else confidence
     return where, "needs_review" if where == "inbox" else "filed", sure
+
+
+class Receipt:
+    """A capture's claim on its derived id (storage/ids.py `Claim`): its receipt, written
+    before the note, moved with it, and the only thing that says the note was made."""
+
+    def __init__(self, ctx: ToolContext, text: str, entry_id: str, category: str,
+                 status: str, confidence: float) -> None:
+        self.ctx, self.text, self.entry_id = ctx, text, entry_id
+        self.category, self.status, self.confidence = category, status, confidence
+        self.known = False  # a receipt of the id is there (ours, or an earlier run's)
+        self.mine = False  # this object wrote it
+        self.ok = True  # False: it could not be written (logged); the note stands
+
+    async def held(self) -> str | None:
+        row = await self.ctx.receipts.for_entry(self.entry_id)
+        if row is None or row.user_id != self.ctx.user_id:
+            return None
+        self.known = True
+        return None if row.category == "trash" else row.path  # undone: made again
+
+    async def record(self, path: str) -> None:
+        if self.known:
+            self.ok = await self.ctx.receipts.placed(self.entry_id, path=path,
+                                                     category=self.category, status=self.status)
+            return
+        self.ok = await write_receipt(self.ctx, self.text, self.entry_id, path, self.category,
+                                      self.confidence, self.status)
+        self.known = self.mine = self.ok
+
+    async def release(self) -> None:
+        if self.mine:
+            await self.ctx.receipts.drop(self.entry_id)
 
 
 async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[EntrySummary]:

@@ -280,8 +280,15 @@ def strip_dates(text: str, today: date | None = None) -> str:
         out.append(text[last:mention.start])
         last = mention.end
     out.append(text[last:])
-    joined = re.sub(r"\s+([,;:.!?])", r"\1", re.sub(r"[ \t]+", " ", "".join(out)))
+    joined = _BEFORE_MARK.sub(r"\1", _RUN.sub(" ", "".join(out)))
     return re.sub(r"[,;]\s*([,;:.!?]|$)", r"\1", joined).strip(" ,;-")
+
+
+# Runs of spaces of any kind (a no-break space too) become one. Space before a mark is matched
+# from the start of its run only: a pattern starting with a bare \s+ is tried from every
+# position of a long run, quadratic (40,000 no-break spaces took minutes).
+_RUN = re.compile(r"[^\S\n]+")
+_BEFORE_MARK = re.compile(r"(?<!\s)\s+([,;:.!?])")
 
 
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from storage.text import BIDI_CONTROLS, given_name, name_text
+from storage.types import mix_said
 from tools.dates import MONTHS, WEEKDAYS, strip_dates
 
 MAX_NAME = 60
@@ -134,6 +136,9 @@ def subject(text: str, today: date | None = None, *, keep_verb: bool = True) -> 
     verbs ("Finish", "Kick off", "Plan"): a project is named by what it is, a task by what
     to do."""
     line = text.strip().splitlines()[0] if text.strip() else ""
+    # One space between words: the patterns below start with \s+, tried from every position
+    # of a long run of spaces (no-break ones too), which was quadratic.
+    line = " ".join(line.split())
     line = _LABEL.sub("", line).strip()
     proposal = False
     for _ in range(3):  # "Maybe we could ..." -> "..."
@@ -158,3 +163,24 @@ def subject(text: str, today: date | None = None, *, keep_verb: bool = True) -> 
     if len(head) > MAX_NAME:
         head = head[: MAX_NAME - 1].rsplit(" ", 1)[0].rstrip(" ,;:-") + "…"
     return head
+
+
+def given(name: str) -> str:
+    """A name someone gives a note (`brain add --name`, `--set name=`), checked before anything
+    is written, by storage's rule (storage/text.py `given_name`): without invisible characters,
+    InvalidValue when empty or longer than MAX_NAME."""
+    return given_name(name)
+
+
+def shown_name(name: str) -> str:
+    """A name as a card or a listing shows it: as written, without invisible characters (bidi
+    controls, zero-width ones: storage/text.py `name_text`), and when a word of it mixes
+    look-alike scripts, saying so, so "Pаypal" cannot pass for "Paypal"."""
+    name = name_text(name)
+    return f"{name} {mix_said(name)}".rstrip()
+
+
+def unreordered(text: str) -> str:
+    """`text` without the bidi controls that reorder what follows them (embeddings,
+    overrides, isolates): any text a card shows, so none of it reads other than it is."""
+    return BIDI_CONTROLS.sub("", text)

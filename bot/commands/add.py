@@ -11,8 +11,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.commands.common import Opened, add_common, fail
-from bot.commands.storage_cmds import UsageError, _verb, print_entry, title_from_text
-from storage.types import CATEGORIES
+from bot.commands.storage_cmds import (
+    UsageError,
+    _verb,
+    checked_name,
+    print_entry,
+    title_from_text,
+)
+from storage.types import CATEGORIES, MAX_NAME
 
 
 def _shared_files(paths: list[str], max_mb: float) -> list[Any]:
@@ -45,6 +51,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from bot.config import Settings
 
     try:
+        given_name = checked_name(args.name) if (args.name or "").strip() else None
         settings = Settings()
         shared = _shared_files(args.file or [], settings.max_file_mb)
         for url in args.url or []:
@@ -64,7 +71,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             done += await shared_links(args.url, allow_hosts=settings.fetch_allow_hosts,
                                        limits=limits)
         sections = await file_sections(v.store, done)
-        name = (args.name or "").strip() or title_from_text(text or sections.title or "file")
+        name = given_name or title_from_text(text or sections.title or "file")
         body = (text + "\n" if text else "") + sections.text
         entry = await v.store.create(args.category, name, {"source": "cli"}, body)
         # A capture like any other: its receipt counts in the digests ("Captured N this week").
@@ -91,7 +98,9 @@ def register(sub: Any) -> None:  # argparse subparsers
                    help="a web page (or a PDF) to read into the note: its title, author, "
                         "site and main text (repeatable; private addresses are refused)")
     p.add_argument("--category", required=True, choices=CATEGORIES)
-    p.add_argument("--name", help="note name (default: the first line of TEXT)")
+    p.add_argument("--name", help=f"note name (default: the first line of TEXT); at most "
+                                  f"{MAX_NAME} characters, invisible ones (bidi controls, "
+                                  "zero-width) left out")
     add_common(p)
     p.set_defaults(handler=cmd_add)
 

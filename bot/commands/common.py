@@ -143,6 +143,10 @@ def check_vault(settings: Settings, args: argparse.Namespace) -> None:
     user = user_id(settings, args)
     if not is_user_id(user):
         raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
+    if settings.owner and user != settings.owner:  # <root>/<user> is a folder of theirs
+        raise CommandError(f"BRAIN_OWNER is set: this brain keeps one vault, {settings.owner}'s "
+                           f"(the vault root), and --user names no one else; {user!r} is not "
+                           "them. Nothing was opened", EXIT_USAGE, "usage")
     folder = settings.vault_for(user)
     if user == settings.default_user or create or folder.is_dir() or folder.is_symlink():
         return  # (a symlinked folder is refused when the store opens, with its own message)
@@ -155,6 +159,8 @@ def known_users(settings: Settings, most: int = 10) -> str:
     """", known: A, B" for an error message: the vault folders under the vault root."""
     from storage.types import CATEGORIES, TRASH_DIR
 
+    if settings.owner:  # the root is the owner's vault: its folders are not people
+        return f" (known: {settings.owner}, the owner)"
     root = settings.vault_root
     names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
                    and p.name not in CATEGORIES and p.name != TRASH_DIR) if root.is_dir() else []

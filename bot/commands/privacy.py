@@ -23,13 +23,17 @@ if TYPE_CHECKING:
 
 
 
+WHOSE = ("whose data (a Slack user id); with BRAIN_OWNER, the owner, or someone else whose "
+         "data is rows only: a folder of the owner's vault is never a person")
+
+
 def register(sub: Any) -> None:
     e = sub.add_parser(
         "export", help="a user's vault and conversations as one zip",
         description="Write everything the brain holds of one user to a zip: their vault "
                     "(every file, the trash included) under vault/, and conversations.json, "
                     "captures.json, digest_subscriptions.json.")
-    e.add_argument("--user", metavar="ID", required=True, help="whose data (a Slack user id)")
+    e.add_argument("--user", metavar="ID", required=True, help=WHOSE)
     e.add_argument("--out", metavar="FILE", type=Path,
                    help="the zip to write (default: brain-export-<user>-<date>.zip here)")
     e.set_defaults(handler=lambda args: run(lambda: _export(args)))
@@ -39,18 +43,23 @@ def register(sub: Any) -> None:
         description="Erase everything the brain holds of one user: their vault, "
                     "conversations, capture receipts, queued jobs, digest settings and "
                     "reminders. Asks for the user id to confirm; it cannot be undone.")
-    f.add_argument("--user", metavar="ID", required=True, help="whose data (a Slack user id)")
+    f.add_argument("--user", metavar="ID", required=True, help=WHOSE)
     f.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     f.set_defaults(handler=lambda args: run(lambda: _forget(args)))
 
 
 async def _known(brain: Brain, user: str) -> None:
     """A mistyped id is said to be unknown (and no empty vault is made for it)."""
+    from storage.errors import InvalidValue
     from storage.types import is_user_id
 
     if not is_user_id(user):
         raise CommandError(f"not a valid user id: {user!r}", EXIT_USAGE, "usage")
-    if not await brain.accounts.holds(user):
+    try:
+        held = await brain.accounts.holds(user)
+    except InvalidValue as exc:  # with BRAIN_OWNER: a folder of the owner's vault
+        raise CommandError(exc.message, EXIT_USAGE, "usage") from None
+    if not held:
         raise CommandError(f"nothing is held of user {user!r}: no vault, no conversations; "
                            f"check the id{known_users(brain.settings)}", EXIT_ERROR,
                            "not_found")
@@ -90,8 +99,9 @@ async def _forget(args: argparse.Namespace) -> int:
         await _known(brain, args.user)
         seen = await brain.accounts.footprint(args.user)
         if not args.yes:
+            where = f"file(s) in {seen.vault}" if seen.vault else "file(s) (no vault here)"
             print(f"This erases everything the brain holds of {args.user}: {seen.files} "
-                  f"file(s) in {seen.vault}, {seen.rows['conversations']} conversation(s) "
+                  f"{where}, {seen.rows['conversations']} conversation(s) "
                   f"({seen.rows['turns']} turns), {seen.rows['captures']} capture receipt(s), "
                   "their queued jobs, digest settings and reminders. It cannot be undone.")
             if not sys.stdin.isatty():

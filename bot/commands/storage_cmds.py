@@ -35,6 +35,7 @@ from storage.types import (
     EntryList,
     MoveResult,
     RefreshStats,
+    mix_said,
 )
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is opened by the verb, not by `brain --help`
@@ -88,6 +89,18 @@ def title_from_text(text: str) -> str:
     return short
 
 
+def checked_name(name: str) -> str:
+    """A name given on the command line, by the vault's rule (no invisible characters, at most
+    MAX_NAME characters), refused before anything is opened."""
+    from storage.errors import InvalidValue
+    from tools.names import given
+
+    try:
+        return given(name)
+    except InvalidValue as exc:
+        raise UsageError(exc.message) from None
+
+
 def parse_assignments(items: list[str]) -> dict[str, Any]:
     """`key=value` pairs -> changes. Lists for list fields (`a,b`), `null` -> None."""
     changes: dict[str, Any] = {}
@@ -107,6 +120,8 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
             value = None
         elif key in LIST_FIELDS:
             value = [part.strip() for part in raw.split(",") if part.strip()]
+        elif key == "name":
+            value = checked_name(raw)
         else:
             value = raw
         changes[key] = value
@@ -128,7 +143,7 @@ def _scalar(value: Any) -> str:
 def print_entry(entry: Entry, *, body: bool = True) -> None:
     print(f"path:     {entry.path}")
     print(f"id:       {entry.id or '-'}")
-    print(f"name:     {entry.name}")
+    print(f"name:     {entry.name} {mix_said(entry.name)}".rstrip())  # a look-alike mix said
     print(f"category: {entry.category or '-'}")
     if not body:
         return
@@ -149,7 +164,8 @@ def print_entry_list(result: EntryList) -> None:
     widths = [min(max(len(r[i]) for r in rows), 40) for i in range(4)]
     for row in rows:
         cells = [row[i][: widths[i]].ljust(widths[i]) for i in range(4)]
-        print("  ".join(cells) + "  " + row[4])
+        said = mix_said(row[3])  # a look-alike script mix, after the path: never cut
+        print("  ".join(cells) + "  " + row[4] + (f"  {said}" if said else ""))
     print(f"({len(result.entries)} of {result.total})")
 
 

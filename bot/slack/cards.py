@@ -34,7 +34,12 @@ from bot.slack.limits import MessageInvalid as MessageInvalid
 from bot.slack.limits import SlackMessage as SlackMessage
 from bot.slack.limits import message as message
 from bot.slack.limits import validate_message as validate_message
+from bot.slack.mrkdwn import clip as clip
+from bot.slack.mrkdwn import escape as escape
+from bot.slack.mrkdwn import shown as shown
+from bot.slack.mrkdwn import title as title
 from storage.types import FILED_CATEGORIES
+from tools.names import shown_name
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
@@ -56,19 +61,6 @@ KEY_FIELDS: tuple[tuple[str, str], ...] = (
 def new_ref() -> str:
     """A short reference id shown to the user and written to the log."""
     return secrets.token_hex(3)
-
-
-def escape(text: str) -> str:
-    """Escape the three characters mrkdwn treats as control characters."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def title(category: str | None) -> str:
-    return (category or "note").capitalize()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,7 +152,7 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "",
     """The receipt of a filed note: where it went, key fields, confidence, correction buttons."""
     entry_id = str(data.get("id") or "")
     category = data.get("category")
-    name = escape(str(data.get("name") or "note"))
+    name = shown(data.get("name") or "note")
     if category == "inbox":
         head = f"Saved to *Inbox* for review: {name}"
         if data.get("suggested_category"):
@@ -183,7 +175,7 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "",
     if unread:  # a shared file or link that could not be read: the note has the rest
         blocks.append(context(f":warning: Could not read {unread}",
                               block_id=f"unread-{entry_id}{suffix}"))
-    related = " · ".join(f"*{escape(clip(str(r['name']), 60))}*" for r in data.get("related", []))
+    related = " · ".join(f"*{shown(r['name'], 60)}*" for r in data.get("related", []))
     if related:  # notes close to this one by meaning (tools/related.py)
         blocks.append(context(f"Related: {related}", block_id=f"related-{entry_id}{suffix}"))
     if entry_id:
@@ -195,7 +187,7 @@ def moved_blocks(data: dict[str, Any], *, suffix: str = "-moved") -> list[Block]
     """After a move: "Moved to <category>: <name>", with buttons to move again or undo."""
     entry_id = str(data.get("id") or "")
     category = data.get("category")
-    name = escape(str(data.get("name") or "note"))
+    name = shown(data.get("name") or "note")
     blocks: list[Block] = [section(f"Moved to *{title(category)}*: {name}",
                                    block_id=f"filed-{entry_id}{suffix}")]
     path = data.get("new_path") or data.get("newPath") or data.get("path")  # newPath: older
@@ -207,7 +199,7 @@ def moved_blocks(data: dict[str, Any], *, suffix: str = "-moved") -> list[Block]
 
 
 def trashed_blocks(name: str, trash_path: str) -> list[Block]:
-    return [section(f"Undone: *{escape(name)}* moved to the trash"),
+    return [section(f"Undone: *{shown(name)}* moved to the trash"),
             context(f"`{escape(trash_path)}` · nothing was deleted")]
 
 
@@ -222,7 +214,7 @@ def list_blocks(data: dict[str, Any], *, heading: str) -> list[Block]:
         bits = [title(entry.get("category"))]
         if entry.get("status"):
             bits.append(str(entry["status"]))
-        row = f"• *{escape(clip(str(entry.get('name') or entry.get('path')), 120))}* — " + \
+        row = f"• *{shown(entry.get('name') or entry.get('path'), 120)}* — " + \
             ", ".join(bits)
         if entry.get("snippet"):
             row += f"\n    _{escape(clip(str(entry['snippet']), 100))}_"
@@ -236,7 +228,7 @@ def list_blocks(data: dict[str, Any], *, heading: str) -> list[Block]:
 
 def entry_blocks(data: dict[str, Any]) -> list[Block]:
     """A single note: its fields and the start of its body."""
-    name = escape(str(data.get("name") or data.get("path") or "note"))
+    name = shown(data.get("name") or data.get("path") or "note")
     blocks: list[Block] = [section(f"*{name}* · {title(data.get('category'))}")]
     fields = _fields(data)
     if fields:
@@ -253,7 +245,7 @@ def backlinks_blocks(data: dict[str, Any]) -> list[Block]:
     links = [b for b in data.get("backlinks") or [] if isinstance(b, dict)]
     if not links:
         return [section(f"No notes link to `{escape(str(data.get('target')))}`.")]
-    rows = [f"• *{escape(str(b.get('name')))}* — _{escape(clip(str(b.get('context', '')), 100))}_"
+    rows = [f"• *{shown(b.get('name'))}* — _{escape(clip(str(b.get('context', '')), 100))}_"
             for b in links[:MAX_ROWS]]
     return [section(f"*Linked from* ({len(links)})"), *text_sections("\n".join(rows))]
 
@@ -300,11 +292,12 @@ def answer_blocks(data: dict[str, Any]) -> list[Block]:
     buttons = []
     for n, note in enumerate(listed[:MAX_SOURCES]):
         quotes = " · ".join(f"“{escape(clip(q, 200))}”" for q in note["quotes"])
-        line = f"*{escape(str(note.get('name')))}* ({escape(str(note.get('path')))})"
+        line = f"*{shown(note.get('name'))}* ({escape(str(note.get('path')))})"
         blocks.append(ContextBlock(elements=[MarkdownTextObject(
             text=clip(f"[{n + 1}] {line}" + (f": {quotes}" if quotes else ""), 3000))]))
         buttons.append(ButtonElement(
-            text=PlainTextObject(text=clip(f"[{n + 1}] Open {note.get('name')}", 75)),
+            text=PlainTextObject(text=clip(f"[{n + 1}] Open {shown_name(str(note.get('name')))}",
+                                            75)),
             action_id=f"{OPEN_NOTE_ACTION}:{n}",
             value=clip(str(note.get("id") or note.get("path")), 2000)))
     blocks.append(ActionsBlock(elements=buttons))

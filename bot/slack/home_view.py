@@ -50,7 +50,7 @@ def _inbox(data: Any) -> list[Block]:
     if not data.inbox:
         return blocks + [cards.section("Nothing waits for review.")]
     for i, note in enumerate(data.inbox):
-        line = f"*{cards.escape(cards.clip(note.name, 150))}*"
+        line = f"*{cards.shown(note.name, 150)}*"
         if note.detail:
             line += f"\n_{cards.escape(cards.clip(note.detail, 200))}_"
         blocks.append(cards.section(line, block_id=f"home-inbox-{i}"))
@@ -73,7 +73,7 @@ def _lines(title: str, rows: list[str], left: int, what: str, how: str,
 def _projects(data: Any) -> list[Block]:
     rows = []
     for note in data.projects:
-        row = f"• *{cards.escape(cards.clip(note.name, 120))}*"
+        row = f"• *{cards.shown(note.name, 120)}*"
         if note.next_action:
             row += f" — next: {cards.escape(cards.clip(note.next_action, 150))}"
         if note.due_date:
@@ -91,7 +91,7 @@ def _due(data: Any) -> list[Block]:
         when = note.due_date or ""
         mark = " *overdue*" if when < data.today.isoformat() else (
             " *today*" if when == data.today.isoformat() else "")
-        rows.append(f"• {when}{mark} · *{cards.escape(cards.clip(note.name, 120))}* "
+        rows.append(f"• {when}{mark} · *{cards.shown(note.name, 120)}* "
                     f"({cards.title(note.category)})")
     return _lines(f"Due in the next 7 days ({data.totals['due']})", rows,
                   data.left_out("due"), "due soon", "DM me “what's due this week?”.",
@@ -99,7 +99,7 @@ def _due(data: Any) -> list[Block]:
 
 
 def _captures(data: Any) -> list[Block]:
-    rows = [f"• *{cards.escape(cards.clip(c.name, 120))}* → {cards.title(c.category)}"
+    rows = [f"• *{cards.shown(c.name, 120)}* → {cards.title(c.category)}"
             + (" (needs review)" if c.status == "needs_review" else "")
             for c in data.captures]
     return _lines("Latest captures", rows, 0, "", "", "Nothing captured yet: DM me a thought.")

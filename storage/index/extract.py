@@ -17,8 +17,8 @@ import yaml
 from storage.embed_text import embed_key, note_extra, texts_for_note
 from storage.links import extract_links, link_key
 from storage.notes import ParsedNote, _find_block, load_yaml, normalise_scalar, parse_note
-from storage.text import clean_values
-from storage.types import CATEGORIES
+from storage.text import clean_values, name_text
+from storage.types import ATTACHMENTS, CATEGORIES
 
 
 def text_key(value: str) -> str:
@@ -33,9 +33,10 @@ def meta_token(kind: str, value: str | None) -> str:
 
 
 def indexable(rel: str) -> bool:
-    """What Vault.scan yields: *.md outside dot-folders."""
+    """What Vault.scan yields: *.md outside dot-folders and `attachments/`."""
     parts = rel.split("/")
-    return rel.lower().endswith(".md") and not any(p.startswith(".") for p in parts)
+    return rel.lower().endswith(".md") and not any(p.startswith(".") for p in parts) \
+        and parts[0] != ATTACHMENTS
 
 
 def _as_text(value: Any) -> str | None:
@@ -124,7 +125,8 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
     note_id = str(raw_id) if isinstance(raw_id, str | int) and str(raw_id) else None
     stem = PurePosixPath(rel).stem
     name = fm.get("name") or fm.get("title")
-    name = name.strip() if isinstance(name, str) and name.strip() else stem
+    name = name_text(name) if isinstance(name, str) else ""  # as Vault reads it
+    name = name or name_text(stem) or stem
     category = fm.get("category")
     if category not in CATEGORIES:
         top = rel.split("/", 1)[0] if "/" in rel else None

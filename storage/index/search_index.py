@@ -23,7 +23,7 @@ from storage.index.extract import text_key
 from storage.index.names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
 from storage.index.words import WordHits, query_tokens
 from storage.links import link_key
-from storage.text import clean_text
+from storage.text import clean_text, name_text, visible_name
 from storage.types import (
     CATEGORIES,
     BacklinkList,
@@ -156,7 +156,9 @@ class SearchIndex:
             if r is None:
                 continue
             snippet = r[6] or r[7] or r[8] or " ".join((r[9] or "").split())[:SNIPPET_CHARS]
-            out.append(EntrySummary(path=r[1], id=r[2], name=r[3], category=r[4], status=r[5],
+            # (name_text: a row indexed before names were cleaned shows no bidi control)
+            out.append(EntrySummary(path=r[1], id=r[2], name=name_text(r[3] or "") or r[1],
+                                    category=r[4], status=r[5],
                                     snippet=snippet or None, updated=r[10],
                                     score=None if scores is None else scores.get(nid),
                                     signals=None if signals is None else signals.get(nid)))
@@ -279,7 +281,7 @@ class SearchIndex:
             return []
         bare = ref[:-3] if ref.lower().endswith(".md") else ref
         params = {"v": self.key, "ref": ref, "p1": ref, "p2": ref + ".md",
-                  "name": text_key(ref), "stem": link_key(bare)}
+                  "name": text_key(visible_name(ref)), "stem": link_key(bare)}
         # One indexed SELECT per way of naming a note: with the four as one OR, SQLite walked
         # every row of the vault (56 ms a lookup at 20k notes, bench/bench_cli.py).
         result = await session.execute(text(
@@ -296,15 +298,31 @@ class SearchIndex:
         closest = min((way for way, _ in best.values()), default=3)
         if closest <= 1:  # an id or a path is exact; names only guess
             nids = [nid for nid in nids if best[nid][0] == closest]
+        if closest == 0 and len(nids) > 1:  # an id several files carry: the app's note
+            owned = await self._owned(session, ref, [best[nid][1] for nid in nids])
+            nids = [nid for nid in nids if best[nid][1] in owned]
         return await self._summaries(session, nids)
 
+    async def _owned(self, session: AsyncSession, entry_id: str,
+                     paths: builtins.list[str]) -> builtins.list[str]:
+        """Of the files carrying `entry_id`, the one its capture receipt points at when it is
+        one of them: the note the app made under that id (a copy made by hand, or a file from
+        someone else, may carry the id too). Else all of them."""
+        if len(paths) < 2:
+            return paths
+        from storage.repositories.captures import capture_for_entry  # (rare: the ORM loads)
+
+        receipt = await capture_for_entry(session, entry_id)
+        return [receipt.path] if receipt is not None and receipt.path in paths else paths
+
     async def paths_with_id(self, session: AsyncSession, entry_id: str) -> builtins.list[str]:
-        """The paths of the notes whose id is exactly `entry_id`: one indexed query (no ORDER
-        BY: SQLite would walk the vault's rows in path order instead of using the id index)."""
+        """The paths of the notes whose id is exactly `entry_id` (the app's own alone, when its
+        receipt names one of several: `_owned`): one indexed query (no ORDER BY: SQLite would
+        walk the vault's rows in path order instead of using the id index)."""
         result = await session.execute(text(
             "SELECT path FROM index_notes WHERE vault = :v AND id = :id"),
             {"v": self.key, "id": entry_id})
-        return sorted(row[0] for row in result)
+        return await self._owned(session, entry_id, sorted(row[0] for row in result))
 
     async def stems_taken(self, session: AsyncSession, stem: str) -> set[str]:
         """The file stems (case-folded) of notes named `stem` or `stem-<anything>`: a new

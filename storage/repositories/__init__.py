@@ -15,6 +15,7 @@ from storage.repositories.captures import (
     capture_for_entry,
     captures_for_conversation,
     captures_since,
+    drop_captures,
     mark_capture,
     set_capture_message,
 )
@@ -60,7 +61,7 @@ __all__ = [
     "CaptureRow", "ConversationRow", "MessageRow", "SubscriptionRow", "ToolRunRow", "TurnRow",
     "_aware", "_dialect_insert", "_not_empty", "_one_of", "_rowcount",
     "add_capture", "add_tool_run", "capture_for_entry", "captures_for_conversation",
-    "captures_since", "claim_event", "delete_subscriptions", "finish_turn", "get_conversation",
+    "captures_since", "claim_event", "delete_subscriptions", "drop_captures", "finish_turn", "get_conversation",
     "get_conversation_by_id", "get_or_create_conversation", "list_subscriptions", "mark_capture",
     "mark_sent", "prune_events", "recent_conversations", "recent_turn_messages",
     "save_messages", "set_capture_message", "set_feedback", "start_turn", "thread_known", "touch_conversation",

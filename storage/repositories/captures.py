@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue, NotFound
@@ -110,6 +110,12 @@ async def mark_capture(s: AsyncSession, entry_id: str, status: str, path: str | 
                            .order_by(Capture.id.desc()).limit(1)
                            .execution_options(populate_existing=True))
     return _capture(found) if found is not None else None
+
+
+async def drop_captures(s: AsyncSession, entry_id: str) -> int:
+    """Remove the receipts of `entry_id` (a capture whose note could not be written after its
+    receipt was); returns how many went."""
+    return rowcount(await s.execute(delete(Capture).where(Capture.entry_id == entry_id)))
 
 
 async def captures_since(s: AsyncSession, user_id: str, since: datetime,
