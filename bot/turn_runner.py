@@ -144,7 +144,8 @@ class TurnRunner:
             else:
                 summary = await store.summary()
                 system = system_prompt(now=self.core.now(), summary=summary, filed=filed,
-                                       threshold=self.settings.confidence_threshold)
+                                       threshold=self.settings.confidence_threshold,
+                                       viewing=(conv.context or {}).get("channel_id"))
                 history = build_history([[stored_message(m) for m in t] for t in stored_turns])
                 provider, notice = await self.core.provider_for(user_id)
                 outcome = await run_turn(provider, system=system, history=history,

@@ -1,6 +1,6 @@
 """What tests/e2e/drive.py shares: printing checks, waiting, running `brain serve --http` as a
 subprocess (its log kept in a file), and the checks of the entry points added with issue 12:
-the Save-to-brain shortcut, the capture reaction, the App Home, the assistant panel, a due-date
+the Save-to-brain shortcut, the capture reaction, the App Home, an assistant thread, a due-date
 reminder across restarts, uninstall and revocation, and `brain export` / `brain forget`."""
 
 from __future__ import annotations
@@ -185,19 +185,23 @@ async def check_assistant(fake: FakeSlack, send: SlackSender) -> None:
     await wait_until(lambda: bool(fake.calls_to("assistant.threads.setSuggestedPrompts")))
     prompts = fake.calls_to("assistant.threads.setSuggestedPrompts")
     check(status == 200 and bool(prompts) and prompts[0].body.get("prompts") == SUGGESTED_PROMPTS,
-          "assistant panel: a new thread gets the suggested prompts")
+          "assistant thread: a new thread gets the suggested prompts")
     message = payload("event_callback_message_im_assistant_thread.json")
     thread = message["event"]["thread_ts"]
     # The answer to a question is streamed (chat.startStream ... stopStream), a card is
     # posted: either way one finished reply in the thread.
     in_thread = lambda: [m for m in fake.replies()  # noqa: E731
                          if m.get("thread_ts") == thread]
+    titles = lambda: [c for c in fake.calls_to("assistant.threads.setTitle")  # noqa: E731
+                      if c.body.get("thread_ts") == thread]
     status, _ = await send.event(message)
-    await wait_until(lambda: bool(in_thread()))
+    await wait_until(lambda: bool(in_thread()) and bool(titles()))
     statuses = [c for c in fake.calls_to("assistant.threads.setStatus")
                 if c.body.get("thread_ts") == thread]
-    check(status == 200 and len(in_thread()) == 1 and bool(statuses),
-          "assistant panel: the message shows a status, then gets its answer in the thread")
+    check(status == 200 and len(in_thread()) == 1 and bool(statuses)
+          and [c.body.get("title") for c in titles()] == [message["event"]["text"]],
+          "assistant thread: the message shows a status, gets its answer in the thread and "
+          "titles it")
 
 
 async def check_reminder_and_restarts(fake: FakeSlack, server: Server) -> SlackSender:
