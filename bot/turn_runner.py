@@ -218,7 +218,9 @@ class TurnRunner:
             output=output, error=None, content=json.dumps({"ok": True, **output.data}),
             duration_ms=0.0))
         path = str(output.data.get("path"))
-        if failure is not None:
+        if output.kind != "capture":  # sent again a moment ago: that note holds it
+            outcome.text = output.text
+        elif failure is not None:
             outcome.text = wording.saved_anyway(failure, path)
         elif by_rules:
             outcome.text = (f"The model answered without filing this, so I filed it by my "

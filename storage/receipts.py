@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -60,6 +61,11 @@ class Receipts:
         async with self._session(None) as s:
             return await repositories.mark_capture(s, entry_id, "fixed", path=path,
                                                    category=category)
+
+    async def since(self, user_id: str, since: datetime, limit: int = 50) -> list[CaptureRow]:
+        """The person's receipts made at or after `since`, newest first."""
+        async with self.db.session() as s:
+            return await repositories.captures_since(s, user_id, since, limit=limit)
 
     async def for_entry(self, entry_id: str) -> CaptureRow | None:
         """The latest receipt of the note `entry_id`."""

@@ -66,8 +66,7 @@ class Store:
     """
 
     def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
-                 fresh_within: float | None = None,
-                 on_write: Callable[[], None] | None = None,
+                 fresh_within: float | None = None, on_write: Callable[[], None] | None = None,
                  history: History | None = None) -> None:
         self.vault = vault
         self.history = history
@@ -166,8 +165,9 @@ class Store:
 
     # --- reading ----------------------------------------------------------------------------
 
-    async def resolve(self, ref: str) -> str:
-        """The path of the one note `ref` names (path, id, name or stem); never a guess."""
+    async def resolve(self, ref: str, *, by_words: bool = False) -> str:
+        """The path of the one note `ref` names (path, id, name, stem; `by_words`: else the one
+        whose name holds its words); never a guess."""
         if not isinstance(ref, str) or not ref.strip():
             raise InvalidValue("give a note's path, id or name")
         ref = ref.strip()
@@ -176,6 +176,8 @@ class Store:
         await self._fresh()
         async with self.db.session() as session:
             matches = await self.index.lookup(session, ref)
+            if not matches and by_words and not _looks_like_path(ref):
+                matches = await self.index.named(session, ref)
         if not matches:
             raise NotFound(f"no note matches {ref!r}")
         if len(matches) > 1:
