@@ -59,6 +59,9 @@ _RENAME = re.compile(_ASK + r"rename\s+(?P<note>.+?)(?:\s+(?:to|as)\s+(?P<name>.
 _EDIT = re.compile(_ASK + r"(?:update|change|edit|modify)\s+(?:the\s+|my\s+)(?P<note>.+?)\s+"
                    r"(?:note|entry)" + _PLEASE, re.I)
 
+# Words a message may open with that are not part of what it says ("ok, the launch is done").
+_OPENING = re.compile(r"^(?:(?:actually|also|btw|fyi|ok|okay|oh|so|and|news|update|good news)"
+                      r"\b[,:!.\-]*\s+)+", re.I)
 _ARTICLE = re.compile(r"^(?:the|my|our)\s+", re.I)
 _NOUN = re.compile(r"\s+(?:note|entry|task|todo|item)$", re.I)
 # Words that name no note: the thread's note ("mark it done": bot/corrections.py) or people.
@@ -95,7 +98,7 @@ def note_words(words: str) -> str | None:
 
 def read_named(text: str, *, today: date) -> NamedChange | None:
     """The change a message asks of a note it names, by rules; None when it asks none."""
-    plain = " ".join(text.split()).rstrip(".!")
+    plain = _OPENING.sub("", " ".join(text.split()).rstrip(".!"))
     if not plain or len(plain) > 200:
         return None
     for read in (_due, _status, _move, _rename, _edit):
