@@ -102,3 +102,22 @@ def test_the_readme_example_sent_twice_makes_one_note(tmp_path: Path) -> None:
     for reply in (proc.out.strip().splitlines()[-1], again.out.strip()):
         assert reply.startswith("Already in your notes: Sara [projects/sara.md]"), reply
         assert "nothing new was saved" in reply
+
+
+def test_with_the_model_unreachable_a_request_files_nothing_and_a_statement_is_kept(
+        tmp_path: Path) -> None:
+    chat(tmp_path, "Renew the passport before June")
+    before = notes(tmp_path)
+    down = {**env(tmp_path), "BRAIN_LLM": "openai", "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "BRAIN_LLM_MAX_RETRIES": "0",
+            "BRAIN_LLM_TIMEOUT": "5"}
+    proc = run_process(tmp_path, "chat", "--new", env=down,
+                       stdin="mark the passport as done\n")
+    assert proc.code == 0, proc.err
+    assert notes(tmp_path) == before, proc.out  # a change asked for is never filed as a note
+    assert "nothing" in proc.out.lower(), proc.out  # and the reply says nothing was saved
+    proc = run_process(tmp_path, "chat", "--new", env=down,
+                       stdin="The vendor contract is blocked\n")
+    assert proc.code == 0, proc.err
+    added = sorted(set(notes(tmp_path)) - set(before))
+    assert len(added) == 1 and added[0].startswith("inbox/"), proc.out  # a thought: kept
