@@ -61,9 +61,10 @@ class ThreadWork:
     async def title(self, job: JobContext, key: str) -> None:
         """An assistant thread's first message titles it (Slack's list of threads shows it);
         a nicety: a failure is logged and the turn stands. Other threads get no title."""
-        if job.result.get("titled"):
-            return
         p = job.job.payload
+        if job.result.get("titled") or p["thread_ts"] == p["ts"] \
+                or not str(p["channel"]).startswith("D"):
+            return  # a message that starts a thread, or not in a DM: no assistant thread
         title = job.result.get("title") or await self.brain.conversations.title_once(
             key, p["text"])
         if not title:
