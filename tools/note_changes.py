@@ -60,8 +60,8 @@ _EDIT = re.compile(_ASK + r"(?:update|change|edit|modify)\s+(?:the\s+|my\s+)(?P<
                    r"(?:note|entry)" + _PLEASE, re.I)
 
 # Words a message may open with that are not part of what it says ("ok, the launch is done").
-_OPENING = re.compile(r"^(?:(?:actually|also|btw|fyi|ok|okay|oh|so|and|news|update|good news)"
-                      r"\b[,:!.\-]*\s+)+", re.I)
+_OPENING = re.compile(r"^(?:(?:(?:actually|also|btw|fyi|ok|okay|oh|so|and)\b[,:!.\-]*|"
+                      r"(?:update|news|good\s+news)\s*[,:!.\-]+)\s+)+", re.I)
 _ARTICLE = re.compile(r"^(?:the|my|our)\s+", re.I)
 _NOUN = re.compile(r"\s+(?:note|entry|task|todo|item)$", re.I)
 # Words that name no note: the thread's note ("mark it done": bot/corrections.py) or people.

@@ -70,6 +70,34 @@ def test_a_request_to_change_a_named_note_is_never_read_as_a_thought(text: str) 
         assert decided.text and "Nothing was changed" in decided.text, text
 
 
+@pytest.mark.parametrize(("text", "tool", "arguments"), [
+    ("mark the passport as done", "update_entry", {"path": "passport",
+                                                   "updates": {"status": "done"}}),
+    ("OK, mark my passport note finished", "update_entry", {"path": "passport",
+                                                            "updates": {"status": "done"}}),
+    ("actually the passport is done", "update_entry", {"path": "passport",
+                                                       "updates": {"status": "done"}}),
+    ("the launch is on hold", "update_entry", {"path": "launch",
+                                               "updates": {"status": "waiting"}}),
+    ("push the dentist to 2027-01-08", "update_entry", {"path": "dentist",
+                                                        "updates": {"due_date": "2027-01-08"}}),
+    ("update: the offsite moved to March 3", "update_entry",
+     {"path": "offsite", "updates": {"due_date": "2027-03-03"}}),
+    ("set the deadline of the offsite to Friday", "update_entry",
+     {"path": "offsite", "updates": {"due_date": "2026-12-04"}}),
+    ("rename the passport to Passport renewal", "update_entry",
+     {"path": "passport", "updates": {"name": "Passport renewal"}}),
+    ("move the offsite to projects", "move_entry", {"path": "offsite",
+                                                    "target_category": "projects"}),
+    ("file the dentist under tasks", "move_entry", {"path": "dentist",
+                                                    "target_category": "admin"}),
+])
+def test_each_phrasing_is_the_call_a_model_would_make(text: str, tool: str,
+                                                      arguments: dict[str, Any]) -> None:
+    decided = route(text, today=TODAY)  # a Friday is 2026-12-04 from here
+    assert (decided.tool, decided.arguments) == (tool, arguments)
+
+
 @pytest.mark.parametrize("text", [
     "Renew the passport before June", "Call Sara about the Q3 budget next week",
     "Sara moved to Berlin", "push the team to finish by Friday", "put the milk in the fridge",
