@@ -59,6 +59,27 @@ class Conversations:
                 conv_id = row.id
             return await repositories.turns_for_log(s, conv_id, limit=limit)
 
+    async def viewing(self, key: str, user_id: str, *, channel: str, thread_ts: str,
+                      context: dict[str, Any]) -> None:
+        """A Slack assistant thread and its context (the channel the person is viewing, as
+        Slack last sent it): kept on its conversation, named in the prompt of its turns."""
+        async with self.db.session() as s:
+            row = await repositories.get_or_create_conversation(
+                s, key, user_id, channel=channel, thread_ts=thread_ts)
+            await repositories.set_conversation_context(s, row.id, context)
+            await s.commit()
+
+    async def title_once(self, key: str, text: str) -> str | None:
+        """The title an assistant thread gets from its first message (None: not an assistant
+        thread, or titled already)."""
+        async with self.db.session() as s:
+            row = await repositories.get_conversation(s, key)
+            if row is None or row.context is None or row.title:
+                return None
+            title = await repositories.title_conversation(s, row.id, text)
+            await s.commit()
+            return title
+
     async def thread_known(self, channel: str, thread_ts: str) -> bool:
         """Has anyone talked with the bot in this Slack thread?"""
         async with self.db.session() as s:

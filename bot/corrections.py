@@ -15,6 +15,7 @@ from typing import Any
 from tools.categories import category_of
 from tools.dates import due_date
 from tools.intent import route
+from tools.note_changes import STATUS_WORDS  # one vocabulary for a note's status
 
 _FIX = re.compile(r"^\s*fix\s*:\s*([a-z]+)\s*[.!]?\s*$", re.IGNORECASE)
 
@@ -39,7 +40,6 @@ _SOUNDS_LIKE = re.compile(
     r"^(?:(?:actually|correction|nope|oops|rename|change\s+" + _IT + r"|update\s+" + _IT
     + r"|(?:it|that)\s+should\s+(?:be|say))\b|no,|wait,)", re.IGNORECASE)
 _PRONOUN = re.compile(r"\b(?:it|it's|that|that's|this|the\s+note)\b", re.IGNORECASE)
-_STATUS_WORD = {"finished": "done", "complete": "done", "completed": "done"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def read(text: str, *, today: date) -> Correction | None:
     match = _DONE.match(plain)
     if match:
         word = (match.group("status") or match.group("status2")).lower()
-        return Correction(updates={"status": _STATUS_WORD.get(word, word)})
+        return Correction(updates={"status": STATUS_WORDS.get(word, word)})
     match = _DUE.match(plain)
     if match:
         when = due_date(match.group("when") or plain, today)

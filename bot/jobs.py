@@ -51,6 +51,7 @@ class JobKind(StrEnum):
     BUTTON = "button"  # a card's button (move, undo)
     DIGEST = "digest"  # /digest
     THREAD_STARTED = "thread_started"  # the assistant panel opened a thread
+    THREAD_CONTEXT = "thread_context"  # the channel beside an assistant thread changed
     SAVE = "save"  # the Save-to-brain shortcut or the capture reaction
     HOME = "home"  # the App Home opened
     HOME_ACTION = "home_action"  # a button or select on the App Home

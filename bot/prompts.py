@@ -44,12 +44,16 @@ GUIDANCE = """How to act:
 
 
 def system_prompt(*, now: datetime, summary: VaultSummary, filed: Sequence[FiledNote],
-                  threshold: float) -> str:
+                  threshold: float, viewing: str | None = None) -> str:
+    """`viewing`: the Slack channel the person has open beside an assistant thread."""
     # What changes from message to message comes last, under its heading (CONTEXT_HEADING):
     # the start of the prompt stays the same, which a server's prompt cache reuses.
     parts = [ROLE, GUIDANCE.format(threshold=threshold, data_rule=RULE),
              f"{CONTEXT_HEADING}\nToday is {now:%A %Y-%m-%d}, {now:%H:%M} "
              f"({now.tzname() or 'UTC'})."]
+    if viewing:
+        parts.append(f"In Slack the person is viewing the channel <#{viewing}> (id {viewing}) "
+                     "beside this conversation; \"this channel\" means that one.")
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items() if v)
     vault = f"The vault has {summary.total} notes" + (f" ({counts})." if counts else ".")
     if summary.active_projects:

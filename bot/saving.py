@@ -83,7 +83,8 @@ class Saver:
         hints = await self._hints(user_id, text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None
-        output = await file_thought(ctx, text, hints, extra_fields=extra, footer=footer)
+        output = await file_thought(ctx, text, hints, extra_fields=extra, footer=footer,
+                                    repeat_ok=True)
         log.info("saved message %s/%s for %s as %s", channel, message_ts, user_id,
                  output.data.get("id"))
         return Saved(output.data, output.text, already=False)

@@ -147,7 +147,8 @@ class TurnRunner:
             else:
                 summary = await store.summary()
                 system = system_prompt(now=self.core.now(), summary=summary, filed=filed,
-                                       threshold=self.settings.confidence_threshold)
+                                       threshold=self.settings.confidence_threshold,
+                                       viewing=(conv.context or {}).get("channel_id"))
                 history = build_history([[stored_message(m) for m in t] for t in stored_turns])
                 provider, notice = await self.core.provider_for(user_id)
                 outcome = await run_turn(provider, system=system, history=history,
@@ -222,7 +223,9 @@ class TurnRunner:
             output=output, error=None, content=json.dumps({"ok": True, **output.data}),
             duration_ms=0.0))
         path = str(output.data.get("path"))
-        if failure is not None:
+        if output.kind != "capture":  # sent again a moment ago: that note holds it
+            outcome.text = output.text
+        elif failure is not None:
             outcome.text = wording.saved_anyway(failure, path)
         elif by_rules:
             outcome.text = (f"The model answered without filing this, so I filed it by my "

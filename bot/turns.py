@@ -123,6 +123,8 @@ def trouble(outcome: LoopOutcome) -> str | None:
     if errors:
         err = errors[-1].error or {}
         code = str(err.get("code") or "error")
+        if code == "ambiguous" and outcome.text.strip():
+            return None  # several notes matched and the reply asks which: nothing went wrong
         what = {"unknown_tool": f"the model asked for an unknown tool ({errors[-1].tool[:40]})",
                 "invalid_json": "the model's tool arguments were not valid JSON",
                 "invalid_arguments": "the model's tool arguments did not fit the tool",
@@ -228,5 +230,8 @@ def _name_of(capture: CaptureRow) -> str:
 
 
 def looks_like_thought(text: str) -> bool:
-    """Would a model file this? The rules of tools/intent.py answer it without one."""
-    return route(text, today=date.today()).tool == "classify_and_capture"
+    """Would a model file this? The rules of tools/intent.py answer it without one. A request
+    to change a note ("mark the passport as done") is not a thought; a statement about one
+    ("the launch is blocked") is, when no note takes it."""
+    decided = route(text, today=date.today())
+    return "classify_and_capture" in (decided.tool, decided.or_else and decided.or_else.tool)

@@ -100,6 +100,9 @@ class Conversation(Base):
     title: Mapped[str | None] = mapped_column(CleanText)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # A Slack assistant thread's context (the channel the person is viewing), as Slack last
+    # sent it; NULL for every other conversation (0012).
+    context: Mapped[Any | None] = mapped_column(CleanJSON)
 
 
 class Turn(Base):

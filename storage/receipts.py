@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -78,6 +79,11 @@ class Receipts:
         """The note of a receipt written first could not be written: the receipt goes."""
         async with self._session(None) as s:
             await repositories.drop_captures(s, entry_id)
+
+    async def since(self, user_id: str, since: datetime, limit: int = 50) -> list[CaptureRow]:
+        """The person's receipts made at or after `since`, newest first."""
+        async with self.db.session() as s:
+            return await repositories.captures_since(s, user_id, since, limit=limit)
 
     async def for_entry(self, entry_id: str) -> CaptureRow | None:
         """The latest receipt of the note `entry_id`."""

@@ -67,8 +67,7 @@ class Store:
     """
 
     def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
-                 fresh_within: float | None = None,
-                 on_write: Callable[[], None] | None = None,
+                 fresh_within: float | None = None, on_write: Callable[[], None] | None = None,
                  history: History | None = None) -> None:
         self.vault = vault
         self.history = history
@@ -119,8 +118,7 @@ class Store:
                 await asyncio.to_thread(history.outside, stats.changed)
 
     async def drop_vectors(self) -> int:
-        """Forget every vector of this vault (any model): `brain forget`, after the files went
-        (a vector is kept by its text's hash, so removing notes alone leaves it)."""
+        """Forget every vector of this vault, any model's (`brain forget`: kept by text hash)."""
         from storage.index import vector_cache, vector_rows
 
         async with index_turn(self.index.key), self.db.session() as session:
@@ -150,8 +148,8 @@ class Store:
             await self._outside(stats)
 
     async def _touched(self, rels: list[str]) -> None:
-        """Re-index the files our own write changed (another process may be indexing them
-        too: a collision is retried, and the last pass sees both)."""
+        """Re-index the files our own write changed (a collision with another process's
+        indexing is retried; the last pass sees both)."""
         for attempt in (1, 2, 3):
             try:
                 async with index_turn(self.index.key), self.db.session() as session:
@@ -167,8 +165,8 @@ class Store:
 
     # --- reading ----------------------------------------------------------------------------
 
-    async def resolve(self, ref: str) -> str:
-        """The path of the one note `ref` names (path, id, name or stem); never a guess."""
+    async def resolve(self, ref: str, *, by_words: bool = False) -> str:
+        """The one note `ref` names (path, id, name, stem; `by_words`: its words); no guess."""
         if not isinstance(ref, str) or not ref.strip():
             raise InvalidValue("give a note's path, id or name")
         ref = ref.strip()
@@ -177,6 +175,8 @@ class Store:
         await self._fresh()
         async with self.db.session() as session:
             matches = await self.index.lookup(session, ref)
+            if not matches and by_words and not _looks_like_path(ref):
+                matches = await self.index.named(session, ref)
         if not matches:
             raise NotFound(f"no note matches {ref!r}")
         if len(matches) > 1:

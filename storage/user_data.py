@@ -66,8 +66,8 @@ async def conversations_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]
              "error": r.error, "started_at": _when(r.started_at),
              "duration_ms": r.duration_ms})
     return [{"key": c.key, "channel": c.channel, "thread_ts": c.thread_ts, "title": c.title,
-             "created_at": _when(c.created_at), "updated_at": _when(c.updated_at),
-             "turns": by_conv[c.id]} for c in convs]
+             "context": c.context, "created_at": _when(c.created_at),
+             "updated_at": _when(c.updated_at), "turns": by_conv[c.id]} for c in convs]
 
 
 async def captures_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]]:

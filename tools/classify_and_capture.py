@@ -17,6 +17,7 @@ from tools.known_person import add_to_person, known_person
 from tools.names import shown_name
 from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
+from tools.repeats import filed_already
 from tools.web.links import URL
 
 log = logging.getLogger(__name__)
@@ -143,11 +144,12 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
                        inbox_reason: str | None = None,
                        dropped: list[str] | None = None,
                        extra_fields: dict[str, Any] | None = None,
-                       footer: str | None = None) -> ToolOutput:
+                       footer: str | None = None, repeat_ok: bool = False) -> ToolOutput:
     """File `text` as a note: by the model's hints, else by the keyword rules; to the inbox
     when unsure, or always with `inbox_reason` (the rescue of a turn that went wrong).
     `extra_fields` go into the frontmatter (a saved message's author) and `footer` ends the
-    body (where the text came from)."""
+    body (where the text came from). The same words sent again a moment ago make no second
+    note (tools/repeats.py) unless `repeat_ok` (a saved message: one note per message)."""
     if not text.strip():
         raise ToolError("invalid", "text is empty: there is nothing to save")
     dropped = list(dropped or [])
@@ -215,6 +217,10 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     # the id, a copy or someone else's, is not it).
     claim = Receipt(ctx, text, entry_id, target, status, confidence) if entry_id else None
     existing = await claim.held() if claim is not None else None
+    if existing is None and not repeat_ok and not ctx.shared:
+        repeat = await filed_already(ctx, text, entry_id)
+        if repeat is not None:
+            return repeat
     if existing is None and target == "people" and not ctx.shared:
         person = await known_person(ctx, name)
         if person is not None:  # news of someone with a note: into that note

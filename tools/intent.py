@@ -5,7 +5,9 @@ decision against the tool specs it is actually given.
 
 A question-shaped proposal ("Could we gamify code reviews?", "What if we ...?") is a thought
 to capture; questions to the brain ("what's on my plate this week?", "who is Priya?") and
-commands ("find the note about the offsite") search, list or show.
+commands ("find the note about the offsite") search, list or show. A message that names a
+note and a change to it ("mark the passport as done", tools/note_changes.py) changes that
+note, and never files a new one; when the change cannot be read, it asks.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from tools.categories import category_of
 from tools.classify_rules import Similar, classify
+from tools.note_changes import read_named
 
 HELP = ("Hi! Send me a thought and I'll file it (people, projects, ideas, admin). "
         "Ask \"what's active?\", \"find <words>\", \"show note <name>\" or \"digest\"; "
@@ -88,11 +91,14 @@ MAX_COMMAND_WORDS = 12  # "search ..." longer than this, or with a colon, is a t
 
 @dataclass(frozen=True)
 class Route:
-    """What the rules decided: a tool call (tool + arguments) or a text answer."""
+    """What the rules decided: a tool call (tool + arguments) or a text answer. `or_else`:
+    what to do instead when the note a statement names is not there ("the launch is done"
+    with no such note is a thought to file)."""
 
     tool: str | None = None
     arguments: dict[str, Any] | None = None
     text: str | None = None
+    or_else: Route | None = None
 
 
 def clean_query(text: str) -> str:
@@ -121,6 +127,12 @@ def route(text: str, *, filed: str | None = None, today: date,
     fixed = _correction(stripped.rstrip("!. "), filed)
     if fixed is not None:
         return fixed
+    named = read_named(stripped, today=today)
+    if named is not None:  # "mark the passport as done": that note, never a new one
+        if named.tool is None:
+            return Route(text=named.question)
+        return Route(tool=named.tool, arguments=named.arguments,
+                     or_else=_capture(stripped, today, similar) if named.statement else None)
     if _PROPOSAL.match(stripped):
         return _capture(stripped, today, similar)
     asked = _POLITE.sub("", stripped)

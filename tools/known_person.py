@@ -35,6 +35,9 @@ async def add_to_person(ctx: ToolContext, person: Entry, text: str) -> ToolOutpu
     """The thought as a dated line of the person's note (once), and last_touched today."""
     today = today_in(ctx.tz).isoformat()
     entry = person
+    if text.strip() in person.body and not ctx.retried:  # the same news again: said so
+        return ToolOutput(kind="entry", data=entry_data(person), text=(
+            f"Already in {person.name}'s note ({person.path}); nothing new was saved."))
     if text.strip() not in person.body:  # (a retried job finds its line there)
         entry = await ctx.store.update(person.path, {"last_touched": today},
                                        append_body=f"- {today}: {text.strip()}")

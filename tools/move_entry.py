@@ -37,7 +37,8 @@ async def move_note(store: Store, receipts: Receipts, ref: str, category: str) -
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     target: str = args["target_category"]
-    result = await move_note(ctx.store, ctx.receipts, args["path"], target)
+    path = await ctx.store.resolve(args["path"], by_words=True)  # one note, never a guess
+    result = await move_note(ctx.store, ctx.receipts, path, target)
     data = result.to_dict()
     data["name"] = result.entry.name
     text = (f"Moved {result.entry.name} to {target} ({result.new_path})" if result.changed

@@ -55,9 +55,12 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         updates = with_dates(updates, today_in(ctx.tz))
     except ValueError as exc:
         raise ToolError("invalid", str(exc)) from None
-    entry = await ctx.store.update(args["path"], updates, append_body=append)
+    path = await ctx.store.resolve(args["path"], by_words=True)  # one note, never a guess
+    entry = await ctx.store.update(path, updates, append_body=append)
     changed = list(updates) + (["body"] if append else [])
-    return ToolOutput(kind="update", data=entry_data(entry),
+    data = entry_data(entry)
+    data["changed_fields"] = changed
+    return ToolOutput(kind="update", data=data,
                       text=f"Updated {entry.name}: {', '.join(changed)}")
 
 

@@ -19,10 +19,19 @@ if TYPE_CHECKING:
     from bot.turns import TurnResult
 
 
+CHANGES_HELP = (
+    "A message that names a note and a change to it (\"mark the passport as done\", \"push "
+    "the offsite to Friday\", \"the launch is blocked\", \"rename the passport to ...\", "
+    "\"move the offsite to projects\") changes that one note (`brain undo` puts it back); "
+    "when two notes match, or the change cannot be read, it asks and changes nothing. The "
+    "same thought sent again within 10 minutes is not filed twice.")
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("chat", help="talk to your second brain in the terminal",
                        description="Talk to your second brain. Piped stdin works: one message "
-                                   "per line, replies on stdout.")
+                                   "per line, replies on stdout.",
+                       epilog=CHANGES_HELP)
     add_common(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--conversation", metavar="ID", help="resume this conversation (id or key)")

@@ -16,7 +16,7 @@ import json
 from datetime import date, tzinfo
 from typing import Any
 
-from bot.llm.offline_answers import FiledNote, last_filed, summarise
+from bot.llm.offline_answers import CHANGES, FiledNote, last_filed, summarise
 from bot.llm.schema_example import example_for_schema, fit_arguments
 from bot.llm.sdk_provider import ToolPayloads
 from bot.llm.types import (
@@ -83,7 +83,10 @@ class OfflineProvider:
             decided = await self._route(user_text, last_filed(messages), today)
             calls, text = self._calls(decided, user_text, offered, choice, today)
         elif last.role == "tool":
-            text = summarise(last.tool_results)
+            instead = (await self._instead(last, user_text, messages, today)
+                       if offered and choice != "none" else None)
+            calls, text = (self._calls(instead, user_text, offered, choice, today)
+                           if instead is not None else ([], summarise(last.tool_results)))
         elif last.role == "user":
             decided = await self._route(user_text, last_filed(messages), today)
             text = decided.text or _no_tool_text(decided)
@@ -113,6 +116,15 @@ class OfflineProvider:
             return decided
         return route(text, filed=filed.path if filed else None, today=today,
                      similar=lambda _text: found)
+
+    async def _instead(self, last: Message, text: str, messages: list[Message],
+                       today: date) -> Route | None:
+        """A statement about a note that is not there ("the launch is done", no such note):
+        the thought it is, to file instead; None otherwise."""
+        if not any(r.is_error and r.name in CHANGES and '"not_found"' in r.content
+                   for r in last.tool_results):
+            return None
+        return (await self._route(text, last_filed(messages), today)).or_else
 
     def _hints(self, text: str, today: date) -> dict[str, Any]:
         return classify(text, today=today).hints()

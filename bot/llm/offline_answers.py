@@ -21,6 +21,7 @@ _ID = re.compile(r'"id"\s*:\s*' + _STRING)
 # A capture's result: its status, or (when shortened before it) the confidence that precedes it.
 _FILED = re.compile(r'"status"\s*:\s*"(?:filed|needs_review)"|"confidence"\s*:')
 _LISTING = re.compile(r'"(?:entries|backlinks|candidates)"\s*:')
+CHANGES = ("update_entry", "move_entry")  # tools that change a note the message names
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,18 @@ def _summarise_one(result: ToolResult) -> str:
     if result.is_error or data.get("ok") is False:
         message = error.get("message") if isinstance(error, dict) else error
         candidates = error.get("candidates") if isinstance(error, dict) else None
+        changing = result.name in CHANGES
         if candidates:
-            return f"Which one did you mean: {_names(candidates)}?"
+            return (f"Which one did you mean: {_names(candidates)}?"
+                    + (" Nothing was changed." if changing else ""))
+        code = error.get("code") if isinstance(error, dict) else None
+        if changing and code == "not_found" and message:
+            return f"{str(message)[:1].upper()}{str(message)[1:]}; nothing was changed or saved."
         return f"Sorry, that didn't work: {message or result.content}"
+    if result.name == "update_entry" and isinstance(data.get("changed_fields"), list):
+        done = ", ".join(f"{k} {data[k]}" if isinstance(data.get(k), str | int | float)
+                         else str(k) for k in data["changed_fields"])
+        return f"Updated {data.get('name')}: {done} [{data.get('path')}]"
     if isinstance(data.get("entries"), list):
         entries = data["entries"]
         if not entries:

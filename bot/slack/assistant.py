@@ -1,10 +1,15 @@
-"""Slack's AI-app surface: the assistant panel (manifest `assistant_view`).
+"""Slack's agent surface: assistant threads (`assistant_thread_started`,
+`assistant_thread_context_changed`, `message.im`), beside the Messages tab of agent messaging
+(`app_home_opened`, bot.slack.listeners).
 
-Bolt's `AsyncAssistant` routes the panel's events: a thread opened gets the suggested prompts
-(a job: `assistant.threads.setSuggestedPrompts`), and the person's messages in it run the same
-turn as a DM (a `turn` job: Slack's "is thinking…" status while it runs, the answer as a
-markdown block with the cards). Bolt sends every DM thread reply through the assistant's
-`user_message`, assistant panel or not; both are the same turn.
+Bolt's `AsyncAssistant` routes the thread's events, each a job in the thread's lane: a thread
+opened gets the suggested prompts (`assistant.threads.setSuggestedPrompts` with its thread)
+and its context is kept; a context change (the person moved to another channel) is kept on
+the thread's conversation, and the turns after it name that channel to the model; the
+person's messages run the same turn as a DM (a `turn` job: Slack's "is thinking…" status
+while it runs, the answer streamed or as a card), and the thread's first one titles it
+(`assistant.threads.setTitle`). Bolt sends every DM thread reply through the assistant's
+`user_message`, assistant thread or not; both are the same turn.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
 
+from bot.jobs import JobKind
 from bot.slack.intake import JobSpec, assistant_spec, is_from_a_bot, turn_spec
 
 log = logging.getLogger(__name__)
@@ -47,8 +53,9 @@ def register(app: AsyncApp, take: Take, logger: logging.Logger) -> AsyncAssistan
             await take(lambda: turn_spec(body, event, text), "assistant message", body)
 
     @assistant.thread_context_changed
-    async def context_changed() -> None:
-        return None  # the channel being viewed does not change what the brain does
+    async def context_changed(body: dict[str, Any], event: dict[str, Any]) -> None:
+        await take(lambda: assistant_spec(body, event, kind=JobKind.THREAD_CONTEXT),
+                   "assistant context", body)
 
     app.assistant(assistant)
     return assistant

@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 # Message subtypes that still carry a person's words; every other subtype is ignored.
 USER_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+# What an assistant thread's context may hold (Slack's `assistant_thread.context`): ids only,
+# since the channel's id reaches the model's prompt.
+CONTEXT_KEYS = ("channel_id", "team_id", "enterprise_id")
+SLACK_ID = re.compile(r"^[A-Z0-9]{1,32}$")
 
 
 def conversation_key(channel: str, thread_ts: str, user: str) -> str:
@@ -231,15 +235,23 @@ def messages_tab_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
                                                     "thread_ts": None})
 
 
-def assistant_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
-    """The assistant panel opened a thread: it gets the suggested prompts."""
+def assistant_spec(body: dict[str, Any], event: dict[str, Any], *,
+                   kind: JobKind = JobKind.THREAD_STARTED) -> JobSpec:
+    """The assistant panel opened a thread (it gets the suggested prompts), or the channel
+    beside it changed (`kind` THREAD_CONTEXT); either way the thread's context is kept. In
+    the thread's lane: a turn taken after the change sees it."""
     thread = event.get("assistant_thread") or {}
     _need(thread, "user_id", "channel_id", "thread_ts")
     _need(body, "event_id")
     user, channel, thread_ts = thread["user_id"], thread["channel_id"], thread["thread_ts"]
-    return JobSpec(key=f"event:{body['event_id']}", kind=JobKind.THREAD_STARTED, user=user,
+    given = thread.get("context")
+    context: dict[str, Any] = given if isinstance(given, dict) else {}
+    return JobSpec(key=f"event:{body['event_id']}", kind=kind, user=user,
                    lane=conversation_key(channel, thread_ts, user),
-                   payload={"user": user, "channel": channel, "thread_ts": thread_ts})
+                   payload={"user": user, "channel": channel, "thread_ts": thread_ts,
+                            "context": {k: v for k, v in context.items()
+                                        if k in CONTEXT_KEYS and isinstance(v, str)
+                                        and SLACK_ID.match(v)}})
 
 
 def command_spec(command: dict[str, Any], request: dict[str, Any]) -> JobSpec:

@@ -1,6 +1,6 @@
 """The work a Slack job does, run by the worker after the ack: a turn, a button press, a
-`/digest`, an assistant thread opened; the other entry points' work (saves, the App Home,
-reminders) lives beside this module and is gathered here. Each handler reads everything it
+`/digest`; the other entry points' work (saves, the App Home, reminders, assistant threads)
+lives beside this module and is gathered here. Each handler reads everything it
 needs from the job's payload (so any process can run it) and records each effect as it makes
 it (so a job that runs again does not repeat it).
 """
@@ -22,7 +22,6 @@ from bot.jobs import Handler, JobContext, JobKind
 from bot.people import slack_user
 from bot.slack import cards, feedback, shared_files, turn_reply, web
 from bot.slack.answer_cards import note_view
-from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
 from bot.slack.installs import NotInstalled, TokenFor, Workspaces
@@ -30,6 +29,7 @@ from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
 from bot.slack.streaming import ReplyStream
+from bot.slack.thread_work import ThreadWork
 
 # the Brain's expected failures reach adapters as these
 from storage.errors import StorageError, UnsafePath
@@ -50,11 +50,12 @@ class SlackWork:
         self.home = HomeWork(brain, client, settings, self.user_tz)
         self.saves = SaveWork(brain, client, settings, self.home.refresh)
         self.reminders = ReminderWork(brain, client, self.home.refresh)
+        self.threads = ThreadWork(brain, client)
 
     def handlers(self) -> dict[str, Handler]:
         handlers = owner_only(self.settings.owner, self.client, {
             JobKind.TURN: self.turn, JobKind.BUTTON: self.button, JobKind.DIGEST: self.digest,
-            JobKind.THREAD_STARTED: self.thread_started, JobKind.OPEN_NOTE: self.open_note,
+            JobKind.OPEN_NOTE: self.open_note, **self.threads.handlers(),
             **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
         return {kind: self.workspaces.wrap(_with_origin(self.brain, handler))
@@ -107,28 +108,9 @@ class SlackWork:
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
             job.note(linked=True)
+        await self.threads.title(job, conversation_key(channel, thread_ts, user))
         if result.changed:
             await self.home.refresh(user)  # the turn changed a note: an open Home shows it
-
-    # -- the assistant panel opened a thread -------------------------------------------------
-
-    async def thread_started(self, job: JobContext) -> None:
-        """Suggested prompts: in a new assistant-panel thread, or on the DM when its Messages
-        tab opens (agent messaging, where a thread_ts would make the call fail silently)."""
-        if job.result.get("prompted"):
-            return
-        p = job.job.payload
-        where = {"thread_ts": p["thread_ts"]} if p.get("thread_ts") else {}
-        try:
-            await self.client.assistant_threads_setSuggestedPrompts(
-                channel_id=p["channel"], title=PROMPTS_TITLE, prompts=SUGGESTED_PROMPTS,
-                **where)
-        except SlackClientError as exc:
-            log.warning("assistant.threads.setSuggestedPrompts failed on %s/%s: %s",
-                        p["channel"], p["thread_ts"], web.error_code(exc))
-            if not web.permanent(exc):
-                raise
-        await job.remember(prompted=True)
 
     # -- a source under an answer: the note in a modal -----------------------------------------
 

@@ -315,6 +315,17 @@ class SearchIndex:
         receipt = await capture_for_entry(session, entry_id)
         return [receipt.path] if receipt is not None and receipt.path in paths else paths
 
+    async def named(self, session: AsyncSession, words: str) -> builtins.list[EntrySummary]:
+        """The notes whose name holds every word of `words` (typos allowed, as the name search
+        allows them): the one whose words all match exactly when there is one, else every
+        match, closest first. For a person naming a note ("the passport"), never a guess: a
+        caller acts only on exactly one."""
+        state = await vault_state(session, self.key)
+        scores = (await names_for(session, self.key, state.generation)).match(words, None, None)
+        exact = [nid for nid, score in scores.items() if score >= 100.0]
+        nids = exact or sorted(scores, key=lambda nid: (-scores[nid], nid))
+        return await self._summaries(session, nids[:FUZZY_MAX_MATCHES])
+
     async def paths_with_id(self, session: AsyncSession, entry_id: str) -> builtins.list[str]:
         """The paths of the notes whose id is exactly `entry_id` (the app's own alone, when its
         receipt names one of several: `_owned`): one indexed query (no ORDER BY: SQLite would

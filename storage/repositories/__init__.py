@@ -40,9 +40,11 @@ from storage.repositories.conversations import (
     recent_conversations,
     recent_turn_messages,
     save_messages,
+    set_conversation_context,
     set_feedback,
     start_turn,
     thread_known,
+    title_conversation,
     touch_conversation,
     turns_for_log,
 )
@@ -64,6 +66,7 @@ __all__ = [
     "captures_since", "claim_event", "delete_subscriptions", "drop_captures", "finish_turn", "get_conversation",
     "get_conversation_by_id", "get_or_create_conversation", "list_subscriptions", "mark_capture",
     "mark_sent", "prune_events", "recent_conversations", "recent_turn_messages",
-    "save_messages", "set_capture_message", "set_feedback", "start_turn", "thread_known", "touch_conversation",
+    "save_messages", "set_capture_message", "set_conversation_context", "set_feedback",
+    "start_turn", "thread_known", "title_conversation", "touch_conversation",
     "turns_for_log", "upsert_subscription",
 ]

@@ -29,6 +29,7 @@ class ConversationRow:
     title: str | None
     created_at: datetime
     updated_at: datetime
+    context: dict[str, Any] | None = None  # a Slack assistant thread's context
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ class TurnRow:
 
 def _conversation(c: Conversation) -> ConversationRow:
     return ConversationRow(c.id, c.key, c.user_id, c.channel, c.thread_ts, c.title,
-                           c.created_at, c.updated_at)
+                           c.created_at, c.updated_at,
+                           c.context if isinstance(c.context, dict) else None)
 
 
 def _turn(t: Turn, runs: tuple[ToolRunRow, ...] = ()) -> TurnRow:
@@ -133,6 +135,23 @@ async def get_or_create_conversation(s: AsyncSession, key: str, user_id: str,
     created = await get_conversation(s, key)
     assert created is not None
     return created
+
+
+async def set_conversation_context(s: AsyncSession, id: int, context: dict[str, Any]) -> None:
+    """Keep a Slack assistant thread's context (the latest Slack sent) on its conversation."""
+    await s.execute(update(Conversation).where(Conversation.id == id).values(context=context))
+
+
+async def title_conversation(s: AsyncSession, id: int, text: str) -> str | None:
+    """Title an untitled conversation from `text` (one line, at most 80 characters); the
+    title, or None when it had one already (a second writer finds it titled)."""
+    title = _title(text)
+    if not title:
+        return None
+    done = await s.execute(update(Conversation).where(Conversation.id == id,
+                                                      Conversation.title.is_(None))
+                           .values(title=title))
+    return title if rowcount(done) == 1 else None
 
 
 async def thread_known(s: AsyncSession, channel: str, thread_ts: str) -> bool:

@@ -6,7 +6,7 @@ Starts the fake Slack Web API (tests/e2e/fake_slack.py) and `brain serve --http`
 subprocess pointed at it (SLACK_API_URL, offline LLM, a temporary data directory), then sends
 signed requests built from the shared Slack fixtures and prints one line per check: DMs,
 retries, buttons, `fix:`, `/digest`, signatures, bot messages; then the Save-to-brain shortcut,
-the capture reaction, the App Home, the assistant panel, a due-date reminder across restarts,
+the capture reaction, the App Home, an assistant thread, a due-date reminder across restarts,
 tokens_revoked / app_uninstalled, and `brain export` / `brain forget` (tests/e2e/drive_checks.py).
 Exits 1 if any check fails. Nothing here is pytest: it is what a person would do by hand.
 """

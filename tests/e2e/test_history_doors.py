@@ -6,6 +6,7 @@ every change undone newest first: the vault comes back, byte for byte, to each e
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import sys
@@ -63,6 +64,11 @@ async def test_thirty_changes_through_three_doors_undone_in_reverse(slack: Harne
                  or f.startswith("inbox/")]
         return rng.choice(files)
 
+    seen = itertools.count(1)
+
+    def thought() -> str:  # a new one each time: the same words again are a repeat
+        return f"{rng.choice(THOUGHTS)} (take {next(seen)})"
+
     async def count() -> int:
         return len(await store.changes(limit=1000))
 
@@ -76,11 +82,11 @@ async def test_thirty_changes_through_three_doors_undone_in_reverse(slack: Harne
 
         async def slack_dm() -> None:
             t = f"{next(ts)}.000100"
-            await slack.file_dm(rng.choice(THOUGHTS), ts=t, event_id=f"Ev{t}")
+            await slack.file_dm(thought(), ts=t, event_id=f"Ev{t}")
 
         async def slack_fix() -> None:
             t = f"{next(ts)}.000100"
-            await slack.file_dm(rng.choice(THOUGHTS), ts=t, event_id=f"Ev{t}")
+            await slack.file_dm(thought(), ts=t, event_id=f"Ev{t}")
             before = len(slack.fake.calls_to("chat.postMessage"))
             r = f"{next(ts)}.000200"
             await slack.send.event(message_event(
@@ -101,7 +107,7 @@ async def test_thirty_changes_through_three_doors_undone_in_reverse(slack: Harne
             await brain(env, "move", pick(), rng.choice(FILED_CATEGORIES))
 
         async def mcp_capture() -> None:
-            await mcp_call("classify_and_capture", {"text": rng.choice(THOUGHTS), "hints": {
+            await mcp_call("classify_and_capture", {"text": thought(), "hints": {
                 "category": rng.choice(FILED_CATEGORIES), "confidence": 0.9}})
 
         async def mcp_update() -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from tests.shared import SLACK_FIXTURES
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "tests" / "fixtures" / "slack" / "manifest.schema.json"  # SOURCE.md there
 
@@ -26,6 +28,7 @@ METHOD_SCOPES: dict[str, str | None] = {
     "views_open": None,  # a source of an answer, opened in a modal
     "assistant_threads_setStatus": "chat:write",  # "is thinking…" while a turn runs
     "assistant_threads_setSuggestedPrompts": "assistant:write",
+    "assistant_threads_setTitle": "assistant:write",  # an assistant thread's title
     "auth_test": None,
     "users_info": "users:read",
     "conversations_open": "im:write",
@@ -68,6 +71,18 @@ def methods_used() -> set[str]:
 
 def test_manifest_is_valid_against_slacks_schema() -> None:
     jsonschema.validate(manifest(), json.loads(SCHEMA.read_text(encoding="utf-8")))
+    shared = SLACK_FIXTURES / "manifest.schema.json"  # the shared fixtures' copy, when present
+    if shared.exists():
+        jsonschema.validate(manifest(), json.loads(shared.read_text(encoding="utf-8")))
+
+
+def test_the_manifest_subscribes_to_slacks_agent_events() -> None:
+    """Slack's agent documentation asks an agent app for these three (Bolt's Assistant
+    handles them), beside app_home_opened for the Messages tab of agent messaging."""
+    events = set(manifest()["settings"]["event_subscriptions"]["bot_events"])
+    assert {"assistant_thread_started", "assistant_thread_context_changed", "message.im",
+            "app_home_opened"} <= events
+    assert "assistant:write" in manifest()["oauth_config"]["scopes"]["bot"]
 
 
 def test_the_manifest_uses_agent_messaging_not_the_retiring_assistant_view() -> None:

@@ -48,9 +48,9 @@ async def test_both_attempts_of_one_job_file_one_note_with_one_receipt(tmp_path:
             key = f"event:Ev{n}"
             first, second = _ctx(stores[0], dbs[0], key, 1), _ctx(stores[1], dbs[1], key, 2)
             hints: list[dict[str, Any]] = [ADMIN, INBOX] if n % 2 else [INBOX, ADMIN]
-            outs = await asyncio.gather(
-                file_thought(first, "Renew the passport before June", dict(hints[0])),
-                file_thought(second, "Renew the passport before June", dict(hints[1])))
+            text = f"Renew passport number {n} before June"  # one thought per job
+            outs = await asyncio.gather(file_thought(first, text, dict(hints[0])),
+                                        file_thought(second, text, dict(hints[1])))
             note_id = derived_id(key, 1)
             paths = ids_on_disk(root)[note_id]
             assert len(paths) == 1, paths

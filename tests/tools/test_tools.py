@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,8 @@ async def test_capture_with_a_category_but_no_confidence_keeps_the_models_choice
     data = agreed.output.data if agreed.output else {}
     assert data["category"] == "admin" and data["status"] == "filed"
 
+    text = "Pay the water bill by Friday"  # another thought (the same words: a repeat)
+    assert classify_rules.classify(text).category == "admin"
     differs = await call(ctx, "classify_and_capture", text=text, hints={"category": "ideas"})
     data = differs.output.data if differs.output else {}
     assert data["category"] == "inbox" and data["suggested_category"] == "ideas"
@@ -187,12 +190,17 @@ async def test_blank_text_is_refused_and_nothing_is_written(
     assert snapshot(vault_root) == {}
 
 
+GARDEN_BEDS = itertools.count(1)
+
+
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(confidence=st.floats(min_value=0.0, max_value=1.0, allow_nan=False))
 def test_confidence_routes_to_category_or_inbox(sandbox: Sandbox, confidence: float) -> None:
+    # Each example a thought of its own: the same words again would be a repeat (no note).
+    text = f"Plan the garden, bed {next(GARDEN_BEDS)}"
     ex = sandbox.run(execute(sandbox.ctx, "c", "classify_and_capture", {
-        "text": "Plan the garden", "hints": {"category": "projects", "confidence": confidence}}))
+        "text": text, "hints": {"category": "projects", "confidence": confidence}}))
     assert ex.status == "ok", ex.content
     data = ex.output.data if ex.output else {}
     stored = round(confidence, 2)
