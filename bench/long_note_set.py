@@ -12,7 +12,14 @@ tests/test_bench_long_notes.py keeps it whole):
 - every relevant note exists and every quoted passage is in it (whitespace-normalised);
 - a `paraphrase` question shares no content word with its passage nor with its note's title,
   compared after a crude stemming, so "researching" counts as "research" too;
-- a `multi` question lists two passages or more.
+- a `multi` question lists two passages or more;
+- every series of saved chats is whole (see `series`).
+
+A *series* is the sessions of one long chat between the same two people, a note per session
+titled "Chat with <name>, <day month year>" (people/chat-with-*.md): at least 10 sessions, each
+dated as its title, with 20-30 messages all of that day between the same two people, and
+600-1,200 words. A question belongs to the series when the passage it was written for (its
+first) is in a session; bench/bench_long_notes.py reports those questions as a group.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 
 import yaml
@@ -48,6 +56,23 @@ STOPWORDS = frozenset(_STOPWORDS.split())
 _WORD = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "ied",
              "es", "ed", "s", "ly")
+
+
+# A saved chat's message header, in the three forms people paste: a line per message
+# ("Tobias, 9 Feb 2025 19:02: text"), a WhatsApp export ("[06/03/2025, 20:14] Ines: text") and a
+# copy from Slack ("Yara · 8 Sep 2025 · 19:58", the text on the next line).
+_MESSAGE_FORMS = (
+    (re.compile(r"^(?P<who>[A-Z][\w-]*), (?P<day>\d{1,2} [A-Z][a-z]{2} \d{4}) \d{2}:\d{2}: ",
+                re.MULTILINE), "%d %b %Y"),
+    (re.compile(r"^\[(?P<day>\d{2}/\d{2}/\d{4}), \d{2}:\d{2}\] (?P<who>[A-Z][\w-]*): ",
+                re.MULTILINE), "%d/%m/%Y"),
+    (re.compile(r"^(?P<who>[A-Z][\w-]*) · (?P<day>\d{1,2} [A-Z][a-z]{2} \d{4}) · \d{2}:\d{2}$",
+                re.MULTILINE), "%d %b %Y"),
+)
+SESSION_TITLE = re.compile(r"^Chat with (?P<who>[A-Z][\w-]*), (?P<day>\d{1,2} [A-Z][a-z]+ \d{4})$")
+SERIES_SESSIONS = 10  # at least
+SESSION_MESSAGES = (20, 30)
+SESSION_WORDS = (600, 1200)
 
 
 def stem(word: str) -> str:
@@ -101,6 +126,83 @@ def note_text(entry: Entry) -> str:
     return f"{entry.name}\n{entry.body}"
 
 
+@dataclass(frozen=True)
+class Message:
+    who: str
+    day: date
+
+
+def messages(body: str) -> list[Message]:
+    """The messages of a saved chat, by their headers, in the order written."""
+    found: list[tuple[int, Message]] = []
+    for pattern, day_format in _MESSAGE_FORMS:
+        found += [(m.start(), Message(m["who"], datetime.strptime(m["day"], day_format).date()))
+                  for m in pattern.finditer(body)]
+    return [message for _, message in sorted(found, key=lambda pair: pair[0])]
+
+
+def series(notes: dict[str, Entry]) -> dict[str, list[str]]:
+    """Each chat series by the name in its titles: its sessions' paths, oldest first."""
+    out: dict[str, list[tuple[date, str]]] = {}
+    for rel, entry in notes.items():
+        title = SESSION_TITLE.match(entry.name)
+        if title:
+            day = datetime.strptime(title["day"], "%d %B %Y").date()
+            out.setdefault(title["who"], []).append((day, rel))
+    return {who: [rel for _, rel in sorted(sessions)] for who, sessions in out.items()}
+
+
+def sessions(notes: dict[str, Entry]) -> frozenset[str]:
+    return frozenset(rel for rels in series(notes).values() for rel in rels)
+
+
+def in_series(question: Question, sessions: frozenset[str]) -> bool:
+    return bool(question.passages) and question.passages[0].note in sessions
+
+
+def _session_problems(rel: str, entry: Entry, who: str) -> tuple[list[str], frozenset[str]]:
+    title = SESSION_TITLE.match(entry.name)
+    assert title is not None
+    day = datetime.strptime(title["day"], "%d %B %Y").date()
+    out = []
+    created = str(entry.fields.get("created", ""))
+    if created[:10] != day.isoformat():
+        out.append(f"{rel}: created {created!r} is not the day in its title")
+    found = messages(entry.body)
+    low, high = SESSION_MESSAGES
+    if not low <= len(found) <= high:
+        out.append(f"{rel}: {len(found)} messages, not {low}-{high}")
+    speakers = frozenset(m.who for m in found)
+    if len(speakers) != 2 or who not in speakers:
+        out.append(f"{rel}: messages from {sorted(speakers)}, not {who} and one other")
+    days = sorted({m.day for m in found} - {day})
+    if days:
+        out.append(f"{rel}: messages dated {days[0]}, not the session's day {day}")
+    low, high = SESSION_WORDS
+    if not low <= len(entry.body.split()) <= high:
+        out.append(f"{rel}: {len(entry.body.split())} words, not {low}-{high}")
+    return out, speakers
+
+
+def _series_problems(notes: dict[str, Entry]) -> list[str]:
+    out = []
+    for who, rels in series(notes).items():
+        if len(rels) < SERIES_SESSIONS:
+            out.append(f"the chat with {who} has {len(rels)} sessions, fewer than"
+                       f" {SERIES_SESSIONS}")
+        pairs = set()
+        for rel in rels:
+            found, speakers = _session_problems(rel, notes[rel], who)
+            out += found
+            pairs.add(speakers)
+        if len(pairs) > 1:
+            out.append(f"the chat with {who} is not between the same two people:"
+                       f" {sorted(sorted(p) for p in pairs)}")
+        days = Counter(notes[rel].name for rel in rels)
+        out += [f"two sessions are titled {name!r}" for name, n in days.items() if n > 1]
+    return out
+
+
 def _note_problems(notes: dict[str, Entry]) -> list[str]:
     out = []
     for rel, entry in notes.items():
@@ -143,7 +245,7 @@ def _question_problems(q: Question, notes: dict[str, Entry]) -> list[str]:
 
 def problems(notes: dict[str, Entry], questions: list[Question]) -> list[str]:
     """Everything wrong with the set, one line each; empty when it is whole."""
-    out = _note_problems(notes)
+    out = _note_problems(notes) + _series_problems(notes)
     seen = Counter(q.text for q in questions)
     out += [f"question {t!r} is asked {n} times" for t, n in seen.items() if n > 1]
     for q in questions:
