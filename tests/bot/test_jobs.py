@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from bot.jobs import JobContext, JobQueue, LeaseLost, Worker
+from bot.jobs import JobContext, JobQueue, LeaseLost
+from bot.worker import Worker
 from storage.db import Database
 from storage.models import Job
 from tests.databases import fresh_url

@@ -1,0 +1,27 @@
+"""The journal's claim shares work among people (storage/shares.py): it counts each owner's
+jobs running and those finished within the rate window, and the intake counts an owner's jobs
+recorded within it; both through an index instead of reading every job kept (a day's).
+
+Revision ID: 0012
+Revises: 0011
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0012"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_index("ix_jobs_state_finished", "jobs", ["state", "finished_at"])
+    op.create_index("ix_jobs_user_created", "jobs", ["user_id", "created_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_jobs_user_created", table_name="jobs")
+    op.drop_index("ix_jobs_state_finished", table_name="jobs")
