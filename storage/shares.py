@@ -83,8 +83,12 @@ def fair_order(claimable: Select[Any], shares: Shares | None, now: ColumnElement
                                        is_metered.label("metered")).subquery("c")
     c = candidates.c
     load = _load(metered, now, since)
-    nth = func.row_number().over(partition_by=(c.owner, c.metered), order_by=c.id)
-    step = (select(c.id, c.owner, c.metered, nth.label("nth"),
+    # One window (one sort): the place among the owner's candidates, and among their
+    # metered ones (a running count).
+    mine = {"partition_by": c.owner, "order_by": c.id}
+    step = (select(c.id, c.metered,
+                   func.row_number().over(**mine).label("nth"),
+                   func.sum(c.metered).over(**mine).label("nth_metered"),
                    func.coalesce(load.c.busy, 0).label("busy"),
                    func.coalesce(load.c.running, 0).label("running"),
                    func.coalesce(load.c.recent, 0).label("recent"))
@@ -93,15 +97,13 @@ def fair_order(claimable: Select[Any], shares: Shares | None, now: ColumnElement
     s = step.c
     limits = []
     if shares is not None and metered and shares.running > 0:
-        limits.append(s.running + s.nth <= shares.running)
+        limits.append(s.running + s.nth_metered <= shares.running)
     if shares is not None and metered and shares.rate > 0:
-        limits.append(s.recent + s.nth <= shares.rate)
-    allowed = select(s.id, s.owner, s.busy)
+        limits.append(s.recent + s.nth_metered <= shares.rate)
+    allowed = select(s.id, (s.busy + s.nth).label("turn"))
     if limits:
         allowed = allowed.where(or_(s.metered == 0, and_(*limits)))
-    a = allowed.subquery("a").c
-    turn = a.busy + func.row_number().over(partition_by=a.owner, order_by=a.id)
-    return select(a.id, turn.label("turn")).subquery("fair")
+    return allowed.subquery("fair")
 
 
 async def arrivals(s: AsyncSession, owners: list[str], shares: Shares,
