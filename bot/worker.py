@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 5
 RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
-STORAGE_DELAYS = (2.0, 4.0, 8.0, 15.0, 30.0)  # seconds between tries while storage is down
+STORAGE_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between tries while storage is down
 CLAIM_BATCH = 4  # jobs taken per claim
 
 # Whether a job may start now: None, or why storage cannot take its work (bot/health.py).

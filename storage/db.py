@@ -221,8 +221,9 @@ class Database:
     async def writable(self) -> str | None:
         """None when the database takes writes; else why not, in words (`/health`, `brain
         doctor`). SQLite: its file is still the one opened (deleted or replaced while serving,
-        the connections write to a file nobody will read again), and its write lock can be
-        taken (a read-only file refuses it; a lock another writer holds is no fault).
+        the connections write to a file nobody will read again), and a row can be written
+        (and rolled back: a read-only file refuses it; a lock another writer holds is no
+        fault).
         PostgreSQL: the session is not read-only (a standby, a read-only default)."""
         file = _sqlite_file(self.url)
         if file is not None:
@@ -237,10 +238,12 @@ class Database:
             async with self.engine.connect() as conn:
                 if self.engine.dialect.name == "sqlite":
                     await conn.exec_driver_sql("PRAGMA busy_timeout=200")
-                    try:
+                    try:  # a row written and rolled back: only a write finds a read-only file
                         await conn.exec_driver_sql("BEGIN IMMEDIATE")
-                        await conn.rollback()
+                        await conn.exec_driver_sql(
+                            "UPDATE alembic_version SET version_num = version_num")
                     finally:
+                        await conn.rollback()
                         await conn.exec_driver_sql(SQLITE_PRAGMAS[1])
                 elif self.engine.dialect.name == "postgresql":
                     mode = await conn.exec_driver_sql("SHOW transaction_read_only")

@@ -85,10 +85,10 @@ def fair_order(claimable: Select[Any], shares: Shares | None, now: ColumnElement
     load = _load(metered, now, since)
     # One window (one sort): the place among the owner's candidates, and among their
     # metered ones (a running count).
-    mine = {"partition_by": c.owner, "order_by": c.id}
     step = (select(c.id, c.metered,
-                   func.row_number().over(**mine).label("nth"),
-                   func.sum(c.metered).over(**mine).label("nth_metered"),
+                   func.row_number().over(partition_by=c.owner, order_by=c.id).label("nth"),
+                   func.sum(c.metered).over(partition_by=c.owner, order_by=c.id)
+                   .label("nth_metered"),
                    func.coalesce(load.c.busy, 0).label("busy"),
                    func.coalesce(load.c.running, 0).label("running"),
                    func.coalesce(load.c.recent, 0).label("recent"))
