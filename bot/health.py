@@ -2,9 +2,10 @@
 
 Two cheap probes: the vault root takes a new file (a hidden temp file, written and removed:
 a read-only or full disk, a folder the server may not write, refuse it), and the database
-takes writes (`Database.writable`: the SQLite file is still the one opened, its write lock
-can be taken; PostgreSQL is not read-only). `/health` and the worker ask often, so the answer
-is kept for `ttl` seconds and one probe runs at a time; `brain doctor` asks once, afresh.
+takes writes (`Database.writable`: the SQLite file is still the one opened and a row can be
+written and rolled back; PostgreSQL is not read-only). `/health` asks about both, the worker
+about the vault alone (before a job that files notes), often: each answer is kept for `ttl`
+seconds and one probe of each runs at a time. `brain doctor` asks once, afresh.
 """
 
 from __future__ import annotations
@@ -42,39 +43,39 @@ def vault_writable(root: Path) -> str | None:
 
 
 class StorageHealth:
-    """The vault root's and the database's writability, probed at most every `ttl` s."""
+    """The vault root's and the database's writability, each probed at most every `ttl` s
+    (apart: the worker asks about the vault alone, and must not wait on the database)."""
 
     def __init__(self, core: Core, ttl: float = TTL) -> None:
         self.core = core
         self.ttl = ttl
-        self._checked = -float("inf")
-        self._problems: dict[str, str] = {}
-        self._probing: asyncio.Lock | None = None
+        self._found: dict[str, tuple[float, str | None]] = {}  # what -> (when, problem)
+        self._locks: dict[str, asyncio.Lock] = {}
 
     @property
     def vault_root(self) -> Path:
         return self.core.vault_override or self.core.settings.vault_root
 
+    async def _probe(self, what: str, fresh: bool) -> str | None:
+        lock = self._locks.setdefault(what, asyncio.Lock())
+        async with lock:  # one probe at a time; the others take its answer
+            when, problem = self._found.get(what, (-float("inf"), None))
+            if fresh or time.monotonic() - when >= self.ttl:
+                if what == "vault":
+                    problem = await asyncio.to_thread(vault_writable, self.vault_root)
+                else:
+                    try:
+                        problem = await self.core.db.writable()
+                    except Exception as exc:  # no answer at all is an answer too
+                        problem = f"the database does not answer: {type(exc).__name__}"
+                self._found[what] = (time.monotonic(), problem)
+            return problem
+
+    async def vault(self, *, fresh: bool = False) -> str | None:
+        """Why the vault root cannot be written now, or None."""
+        return await self._probe("vault", fresh)
+
     async def problems(self, *, fresh: bool = False) -> dict[str, str]:
         """{"vault": why, "database": why} for what cannot be written; {} when all can."""
-        if self._probing is None:
-            self._probing = asyncio.Lock()
-        async with self._probing:
-            if fresh or time.monotonic() - self._checked >= self.ttl:
-                found: dict[str, str] = {}
-                vault = await asyncio.to_thread(vault_writable, self.vault_root)
-                if vault is not None:
-                    found["vault"] = vault
-                try:
-                    database = await self.core.db.writable()
-                except Exception as exc:  # no answer at all is an answer too
-                    database = f"the database does not answer: {type(exc).__name__}"
-                if database is not None:
-                    found["database"] = database
-                self._problems, self._checked = found, time.monotonic()
-            return dict(self._problems)
-
-    async def down(self) -> str | None:
-        """Why storage cannot take a write now (cached), or None."""
-        found = await self.problems()
-        return "; ".join(found.values()) if found else None
+        found = {what: await self._probe(what, fresh) for what in ("vault", "database")}
+        return {what: why for what, why in found.items() if why is not None}

@@ -352,7 +352,7 @@ class SlackWork:
         (it would spend a model call and fail); other work goes on."""
         if job.kind not in (JobKind.TURN, JobKind.SAVE):
             return None
-        return (await self.brain.storage_health.problems()).get("vault")
+        return await self.brain.storage_health.vault()
 
     async def _tell_given_up(self, job: JobContext, ref: str) -> None:
         p = job.job.payload

@@ -30,7 +30,7 @@ from bot.slack.notices import WAITING
 from tests.databases import fresh_url, on_postgres
 from tests.e2e import replicas as rs
 from tests.e2e.fake_slack import FakeSlack
-from tests.e2e.slack_harness import SECRET, USER, message_event
+from tests.e2e.slack_harness import SECRET, message_event
 from tests.e2e.test_slack_serve import clean_env
 
 # Root writes whatever the permission bits say, unless it lacks these capabilities.
