@@ -25,16 +25,19 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Select,
     and_,
     case,
     delete,
+    exists,
     func,
     literal,
     or_,
     select,
+    true,
+    union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from storage.models import Job
 from storage.repositories.common import dialect_insert
@@ -71,16 +74,70 @@ def _load(metered: tuple[str, ...], now: ColumnElement[Any], since: ColumnElemen
             .group_by(Job.user_id).subquery("load"))
 
 
-def fair_order(claimable: Select[Any], shares: Shares | None, now: ColumnElement[Any],
-               since: ColumnElement[Any]) -> Any:
-    """`claimable` (a select of `Job.id` with its conditions) as a subquery of (id, turn):
-    each job `shares` allows, with its owner's turn: the owner's jobs running now plus its
-    place among the owner's claimable ones. Claimed by (turn, id), the owners with the least
-    running come first, and a person's flood never goes ahead of anyone else's first job."""
-    metered = shares.metered if shares is not None and shares.limited else ()
+OPEN_STATES = ("pending", "running")
+
+
+def ready(t: Any, now: ColumnElement[Any]) -> ColumnElement[bool]:
+    """`t` (jobs or an alias) is pending with its retry pause over."""
+    return and_(t.state == "pending", or_(t.lease_until.is_(None), t.lease_until <= now))
+
+
+def lapsed(t: Any, now: ColumnElement[Any]) -> ColumnElement[bool]:
+    """`t` runs under a lease that ran out (its worker died or hung)."""
+    return and_(t.state == "running", t.lease_until < now)
+
+
+def lane_head(t: Any) -> ColumnElement[bool]:
+    """No earlier job of `t`'s lane is still open (a conversation's turns run in order)."""
+    earlier = aliased(Job)
+    return ~exists().where(earlier.lane == t.lane, earlier.id < t.id,
+                           earlier.state.in_(OPEN_STATES))
+
+
+def claimable(t: Any, now: ColumnElement[Any]) -> ColumnElement[bool]:
+    return and_(or_(ready(t, now), lapsed(t, now)), lane_head(t))
+
+
+def _candidates(dialect: str, per_owner: int, metered: tuple[str, ...],
+                kinds: tuple[str, ...] | None, now: ColumnElement[Any]) -> Any:
+    """(id, owner, metered) of the claimable jobs a claim needs to look at: each owner's
+    first `per_owner` ready metered jobs and first `per_owner` others (a claim takes no more
+    of one owner), and every job whose lease lapsed. Bounded by the number of people
+    waiting, not by how much one of them sent: a flood of 5,000 is 8 rows here."""
+    owners = select(Job.user_id.label("owner")).where(Job.state == "pending").distinct() \
+        .subquery("owners")
+    parts = []
+    for counted in ((True, False) if metered else (None,)):
+        q = aliased(Job)
+        conditions = [q.user_id == owners.c.owner, ready(q, now), lane_head(q)]
+        if counted is not None:
+            conditions.append(q.kind.in_(metered) if counted else q.kind.not_in(metered))
+        if kinds:
+            conditions.append(q.kind.in_(kinds))
+        first = select(q.id).where(*conditions).order_by(q.id).limit(per_owner)
+        if dialect == "postgresql":
+            firsts = first.lateral("firsts")
+            parts.append(select(firsts.c.id).select_from(owners.join(firsts, true())))
+        else:  # SQLite: the per-owner list drives rowid lookups (no LATERAL there)
+            parts.append(select(Job.id).select_from(owners).join(
+                Job, Job.id.in_(first.scalar_subquery())))
+    lapsed_ones = select(Job.id).where(lapsed(Job, now), lane_head(Job))
+    if kinds:
+        lapsed_ones = lapsed_ones.where(Job.kind.in_(kinds))
+    ids = union_all(*parts, lapsed_ones).subquery("ids")
     is_metered = case((Job.kind.in_(metered), 1), else_=0) if metered else literal(0)
-    candidates = claimable.add_columns(Job.user_id.label("owner"),
-                                       is_metered.label("metered")).subquery("c")
+    return (select(Job.id, Job.user_id.label("owner"), is_metered.label("metered"))
+            .join(ids, ids.c.id == Job.id).subquery("c"))
+
+
+def fair_order(dialect: str, limit: int, shares: Shares | None, now: ColumnElement[Any],
+               since: ColumnElement[Any], kinds: tuple[str, ...] | None = None) -> Any:
+    """The claimable jobs a claim of `limit` may take, as a subquery of (id, turn): each job
+    `shares` allows, with its owner's turn: the owner's jobs running now plus its place among
+    the owner's candidates. Claimed by (turn, id), the owners with the least running come
+    first, and a person's flood never goes ahead of anyone else's first job."""
+    metered = shares.metered if shares is not None and shares.limited else ()
+    candidates = _candidates(dialect, limit, metered, kinds, now)
     c = candidates.c
     load = _load(metered, now, since)
     # One window (one sort): the place among the owner's candidates, and among their

@@ -1,6 +1,7 @@
-"""The journal's claim shares work among people (storage/shares.py): it counts each owner's
-jobs running and those finished within the rate window, and the intake counts an owner's jobs
-recorded within it; both through an index instead of reading every job kept (a day's).
+"""The journal's claim shares work among people (storage/shares.py): it reads each waiting
+person's first few pending jobs (in id order, per person), counts each person's jobs running
+and those finished within the rate window, and the intake counts a person's jobs recorded
+within it; each through an index instead of reading every job kept (a day's) or waiting.
 
 Revision ID: 0012
 Revises: 0011
@@ -18,6 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.create_index("ix_jobs_state_user_id", "jobs", ["state", "user_id", "id"])
     op.create_index("ix_jobs_state_finished", "jobs", ["state", "finished_at"])
     op.create_index("ix_jobs_user_created", "jobs", ["user_id", "created_at"])
 
@@ -25,3 +27,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_jobs_user_created", table_name="jobs")
     op.drop_index("ix_jobs_state_finished", table_name="jobs")
+    op.drop_index("ix_jobs_state_user_id", table_name="jobs")
