@@ -3,15 +3,19 @@ not delay everyone else).
 
 A job's owner is the person it is for (`jobs.user_id`). The claim takes jobs round-robin over
 owners: each owner's first claimable job comes before any owner's second, then the seconds,
-and so on; within an owner, in the order recorded. For *metered* kinds (the ones that run the
-model: turns, saves, digests) an owner also has at most `running` jobs running at once and at
-most `rate` started per `window` (running now or finished within it); past them the owner's
-jobs wait in the journal and are claimed as the owner's load falls. Nothing is dropped.
+and so on (counting the jobs each owner has running); within an owner, in the order
+recorded. For *metered* kinds (the ones that run the model: turns, saves, digests) an owner
+also has at most `running` jobs running at once and at most `rate` started per `window`
+(running now or finished within it); past them the owner's jobs wait in the journal and are
+claimed as the owner's load falls. Nothing is dropped.
 
-Everything is computed inside the claim statement from the journal itself, so it holds across
-processes and replicas (on PostgreSQL the picked rows are then locked `SKIP LOCKED` and
-re-checked; two replicas claiming at the same instant may, in a rare race with a retry that
-becomes due, run one more of an owner's jobs than `running` for that moment).
+A claim looks at each waiting owner's first few ready jobs only (through an index, in id
+order: a claim of `limit` takes no more of one owner), so its cost follows the number of
+people waiting, not the size of one person's backlog. Everything is computed inside the claim
+statement from the journal itself, so it holds across processes and replicas (on PostgreSQL
+the picked rows are then locked `SKIP LOCKED` and re-checked; two replicas claiming at the
+same instant may, in a rare race with a retry that becomes due, run one more of an owner's
+jobs than `running` for that moment).
 
 `arrivals` counts an owner's metered jobs recorded within the window, for the intake's one
 "slow down" notice (`record_notice`: one per owner at most every `NOTICE_EVERY`).
