@@ -71,7 +71,7 @@ class JobQueue:
 
     def __init__(self, db: Database, shares: Shares | None = None) -> None:
         self.db = db
-        self.shares = shares  # each person's share of the work (None: oldest first)
+        self.shares = shares  # each person's share of the work (None: round-robin alone)
         self._waiting: list[tuple[dict[str, Any], asyncio.Future[tuple[int, bool]]]] = []
         self._flusher: asyncio.Task[None] | None = None
 

@@ -84,7 +84,7 @@ async def test_claims_go_round_robin_over_owners(
             return nth[job_id], job_id
 
         claimed: list[int] = []
-        for limit in limits * 10:
+        for limit in itertools.cycle(limits):  # until every job is claimed
             got = await _claim(db, limit)
             if not got:
                 break
