@@ -14,7 +14,6 @@ read-only vault and a read-only database file.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -205,4 +204,3 @@ async def test_doctor_fails_on_a_vault_or_database_that_cannot_be_written(
             assert "readonly" in lines["Database writes"], done.stdout
     finally:
         await fake.stop()
-    print(json.dumps(done.stdout.splitlines()[-6:], indent=1))
