@@ -18,16 +18,19 @@ import time
 from pathlib import Path
 
 from bot.core import Core
+from storage.files import TEMP_SUFFIX
 
 TTL = 2.0  # seconds a probe's answer is reused
-PROBE_PREFIX = ".brain-probe-"  # hidden: the vault scan never reads it as a note
+# Hidden (the vault scan never reads it as a note), and named as our temp files are
+# (storage/files.py), so one a killed process left is cleaned up with them.
+PROBE_PREFIX = ".brain-probe.tmp."
 
 
 def vault_writable(root: Path) -> str | None:
     """None when a new file can be made in `root` (made if missing); else why not."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=root, prefix=PROBE_PREFIX, suffix=".tmp")
+        fd, name = tempfile.mkstemp(dir=root, prefix=PROBE_PREFIX, suffix=TEMP_SUFFIX)
         try:
             os.write(fd, b"ok")
         finally:
