@@ -6,7 +6,9 @@ API. The vault is made read-only while it serves (its folders and files lose the
 a test running as root runs the server without the capabilities that let root write past
 them, `setpriv --bounding-set -dac_override,-fowner`, so the bits hold for it): `/health` answers
 503 and says why; DMs sent meanwhile are acknowledged, each is told once that it waits, and
-each is filed and answered once when the vault is writable again. The SQLite file deleted
+each is filed and answered once when the vault is writable again. Then only the person's own
+folder refuses writes (the probe of the root passes): the turn runs, its capture is refused,
+and that DM waits and is filed the same way. The SQLite file deleted
 while serving: `/health` says so. `brain doctor` (a process, as the same user) fails on a
 read-only vault and a read-only database file.
 """
@@ -29,7 +31,7 @@ from bot.slack.notices import WAITING
 from tests.databases import fresh_url, on_postgres
 from tests.e2e import replicas as rs
 from tests.e2e.fake_slack import FakeSlack
-from tests.e2e.slack_harness import SECRET, message_event
+from tests.e2e.slack_harness import SECRET, USER, message_event
 from tests.e2e.test_slack_serve import clean_env
 
 # Root writes whatever the permission bits say, unless it lacks these capabilities.
@@ -98,6 +100,10 @@ async def _until(check: Any, what: str, timeout: float = 60) -> None:
         await asyncio.sleep(0.05)
 
 
+MID_TURN = "Remember to book the dentist for the kids before the holidays"
+MID_TS = "1767261800.000100"
+
+
 def _notes(vault: Path) -> list[str]:
     return [p.read_text(encoding="utf-8") for p in vault.rglob("*.md")]
 
@@ -142,13 +148,26 @@ async def test_a_read_only_vault_is_reported_and_its_dms_wait_until_it_is_back(
         await _until(lambda: all(len(_posts_in(fake, t)) == 2 for t in threads),
                      "each waiting DM answered once storage was back")
         await rs.idle([server])
+
+        # Only the person's own folder refuses writes: the probe of the root passes, the turn
+        # runs and its capture is refused mid-turn; it waits all the same.
+        _writable(vault_root / USER, False)
+        assert (await server.send.health())["ok"] is True
+        status, _ = await server.send.event(message_event(MID_TURN, ts=MID_TS,
+                                                          event_id="EvROmid"))
+        assert status == 200
+        await _until(lambda: _posts_in(fake, MID_TS), "the mid-turn DM told that it waits")
+        assert _posts_in(fake, MID_TS) == [WAITING]
+        _writable(vault_root, True)
+        await _until(lambda: len(_posts_in(fake, MID_TS)) == 2, "the mid-turn DM answered")
+        await rs.idle([server])
         assert await rs.stop(server) == 0
     finally:
         _writable(vault_root, True)
         await rs.close_all([server])
         await fake.stop()
     notes = _notes(vault_root)
-    for text, ts in zip(texts, threads, strict=True):
+    for text, ts in zip([*texts, MID_TURN], [*threads, MID_TS], strict=True):
         assert sum(text in note for note in notes) == 1, text  # filed once
         told, answer = _posts_in(fake, ts)
         assert told == WAITING
