@@ -105,7 +105,9 @@ async def crash_burst(tmp: Path, dms: int, rounds: int) -> Line:
                         SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(data), BRAIN_LLM="openai",
                         OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=llm.openai_base_url,
                         BRAIN_LLM_MAX_RETRIES="0", BRAIN_JOB_LEASE_SECONDS="2",
-                        BRAIN_LOG_LEVEL="ERROR")
+                        BRAIN_LOG_LEVEL="ERROR",
+                        # one person's burst stands for many people's: no share holds it
+                        BRAIN_USER_RUNNING="0", BRAIN_USER_RATE="0")
         texts = [f"Remember to call supplier {r}-{i:03d} about the late invoice"
                  for i in range(dms)]
         try:

@@ -75,7 +75,10 @@ class Rig:
                    SLACK_API_URL=self.fake.api_url, BRAIN_DATA_DIR=str(self.data_dir),
                    BRAIN_LLM="openai", OPENAI_API_KEY="sk-bench",
                    OPENAI_BASE_URL=self.llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
-                   BRAIN_LLM_TIMEOUT="60")
+                   BRAIN_LLM_TIMEOUT="60",
+                   # 7 senders stand for many people: no person's share holds them back
+                   # (what the share costs and buys: bench/bench_shares.py)
+                   BRAIN_USER_RUNNING="0", BRAIN_USER_RATE="0")
         if self.database:
             env["DATABASE_URL"] = self.database
         if not self.meaning:  # search by meaning off: what it costs a turn is the difference

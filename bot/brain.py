@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bot.changes import Changes
     from bot.conversations import Conversations
     from bot.digest.service import Digests
+    from bot.health import StorageHealth
     from bot.home import Home
     from bot.index_keeper import IndexKeeper
     from bot.jobs import JobQueue
@@ -56,7 +57,7 @@ class Brain:
             from bot.core import make_provider
 
             provider = make_provider(settings)
-        db = await Database.open(settings.db_url())
+        db = await Database.open(settings.db_url(), log_content=settings.log_content)
         return cls(Core(settings, db, provider, vault_override=vault_override,
                         meaning=meaning))
 
@@ -108,10 +109,20 @@ class Brain:
 
     @cached_property
     def jobs(self) -> JobQueue:
-        """The durable intake (bot/jobs.py)."""
-        from bot.jobs import JobQueue
+        """The durable intake (bot/jobs.py), sharing the work among people by
+        BRAIN_USER_RUNNING and BRAIN_USER_RATE."""
+        from bot.jobs import METERED, JobQueue, Shares
 
-        return JobQueue(self.core.db)
+        rate, period = self.settings.user_rate_limit
+        return JobQueue(self.core.db, Shares(running=self.settings.user_running, rate=rate,
+                                             window=period, metered=tuple(METERED)))
+
+    @cached_property
+    def storage_health(self) -> StorageHealth:
+        """Whether the vault and the database take writes now (bot/health.py)."""
+        from bot.health import StorageHealth
+
+        return StorageHealth(self.core)
 
     @cached_property
     def conversations(self) -> Conversations:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,24 @@ if TYPE_CHECKING:
 def default_processes() -> int:
     """`brain serve`'s processes unless chosen: the machine's cores (1 to 64)."""
     return min(max(os.cpu_count() or 1, 1), 64)
+
+
+_RATE = re.compile(r"^\s*(\d+)\s*(?:/\s*(\d*)\s*(s|sec|second|seconds|m|min|minute|minutes|"
+                   r"h|hour|hours)\s*)?$", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def parse_rate(text: str) -> tuple[int, timedelta]:
+    """"30/min", "500/h", "100/10s", "30" (per minute) -> (count, period)."""
+    found = _RATE.match(text)
+    if found is None:
+        raise ValueError(f"BRAIN_USER_RATE must read like 30/min, 500/h or 100/10s, not "
+                         f"{text[:40]!r}")
+    count, many, unit = found.groups()
+    period = int(many or 1) * _UNIT_SECONDS[(unit or "m")[0].lower()]
+    if period <= 0:
+        raise ValueError("BRAIN_USER_RATE's period must be longer than 0 s")
+    return int(count), timedelta(seconds=period)
 
 
 class Settings(BaseSettings):
@@ -56,6 +76,11 @@ class Settings(BaseSettings):
     # process's work is taken up again after it), and how many jobs one process runs at once.
     job_lease_seconds: float = Field(default=60.0, gt=0, alias="BRAIN_JOB_LEASE_SECONDS")
     workers: int = Field(default=200, ge=1, le=10_000, alias="BRAIN_WORKERS")
+    # One person's share (issue 31): their messages (turns, saves, /digest: what runs the
+    # model) running at once, and started per period ("30/min", "500/h", "100/10s"; a bare
+    # number is per minute); past them their work waits its turn, and 0 turns a limit off.
+    user_running: int = Field(default=2, ge=0, le=10_000, alias="BRAIN_USER_RUNNING")
+    user_rate: str = Field(default="30/min", alias="BRAIN_USER_RATE")
     # `brain serve`'s processes (`--workers N`): one per core, so a burst's turns use them all
     # (the vault lock is fair across processes; docs/performance.md).
     processes: int = Field(default_factory=default_processes, ge=1, le=64,
@@ -97,6 +122,17 @@ class Settings(BaseSettings):
         if not name or any(c.isspace() for c in name):
             raise ValueError("BRAIN_CAPTURE_REACTION must be an emoji name, e.g. brain")
         return name
+
+    @field_validator("user_rate")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        parse_rate(value)  # ValueError says what is wrong
+        return value.strip()
+
+    @property
+    def user_rate_limit(self) -> tuple[int, timedelta]:
+        """BRAIN_USER_RATE as (messages, per period); 0 messages: no limit."""
+        return parse_rate(self.user_rate)
 
     @field_validator("reminder_time")
     @classmethod

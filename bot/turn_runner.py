@@ -42,6 +42,7 @@ from bot.turns import (
     with_filed_summary,
 )
 from storage import repositories
+from storage.errors import StorageDown
 from storage.history import collecting
 from tools import registry
 from tools.base import ToolContext
@@ -171,6 +172,8 @@ class TurnRunner:
                 reason = wording.reason(failure)
             else:
                 reason = None if kept(outcome) else trouble(outcome)
+        except StorageDown:
+            raise  # storage cannot be written: the rescue could not either; the job waits
         except Exception:
             # A bug must not cost the user their thought: log it, and rescue below.
             log.exception("turn %s failed", turn_id)

@@ -1,7 +1,13 @@
-"""The database: one async engine, SQLite pragmas, sessions, migrations applied on open."""
+"""The database: one async engine, SQLite pragmas, sessions, migrations applied on open.
+
+Errors never carry the statement's parameters (`hide_parameters`): they hold what people
+wrote, and an error is logged. Only with content logging on (`log_content`, from
+BRAIN_LOG_CONTENT) do they show, for debugging.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -48,6 +54,15 @@ def _sqlite_file(url: str) -> Path | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return Path(database)
+
+
+def _identity(file: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file, None when it is not there."""
+    try:
+        found = os.stat(file)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -116,21 +131,27 @@ INTAKE_POOL = 2
 class Database:
     """The shared database. `async with db.session() as s:`; the caller commits."""
 
-    def __init__(self, url: str, engine: AsyncEngine) -> None:
+    def __init__(self, url: str, engine: AsyncEngine, *, log_content: bool = False) -> None:
         self.url = url
         self.engine = engine
+        self._options: dict[str, Any] = {"hide_parameters": not log_content}
+        file = _sqlite_file(url)
+        # Which file was opened: one deleted or replaced while serving is found (`writable`).
+        self._identity = _identity(file) if file is not None else None
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self._intake_engine: AsyncEngine | None = None
         self._intake_sessions: async_sessionmaker[AsyncSession] | None = None
         self._lock_engine: AsyncEngine | None = None
 
     @classmethod
-    async def open(cls, url: str) -> Database:
+    async def open(cls, url: str, *, log_content: bool = False) -> Database:
+        """The database at `url`, migrated; its errors show their statements' parameters only
+        with `log_content`."""
         url = async_url(url)
         file = _sqlite_file(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"hide_parameters": not log_content}
         if file is not None:
             # One connection per process: SQLite lets one writer at a time, and writers of one
             # process that wait on each other inside SQLite sleep in its busy handler (1, 2, 5,
@@ -145,7 +166,7 @@ class Database:
         except BaseException:
             await engine.dispose()
             raise
-        return cls(url, engine)
+        return cls(url, engine, log_content=log_content)
 
     @staticmethod
     async def _migrate(engine: AsyncEngine) -> None:
@@ -179,7 +200,8 @@ class Database:
         if self._intake_sessions is None:
             size = (1, 0) if sqlite else (INTAKE_POOL, INTAKE_POOL)
             self._intake_engine = create_async_engine(self.url, pool_size=size[0],
-                                                      max_overflow=size[1], pool_timeout=60)
+                                                      max_overflow=size[1], pool_timeout=60,
+                                                      **self._options)
             if sqlite:
                 event.listen(self._intake_engine.sync_engine, "connect", _set_sqlite_pragmas)
                 event.listen(self._intake_engine.sync_engine, "connect", _intake_busy)
@@ -192,8 +214,47 @@ class Database:
         lock's holder needs a session's connection for its work, so lock waiters must not sit
         on those. Made on first use (only PostgreSQL's cross-machine vault lock needs it)."""
         if self._lock_engine is None:
-            self._lock_engine = create_async_engine(self.url, pool_size=1, max_overflow=50)
+            self._lock_engine = create_async_engine(self.url, pool_size=1, max_overflow=50,
+                                                    **self._options)
         return self._lock_engine
+
+    async def writable(self) -> str | None:
+        """None when the database takes writes; else why not, in words (`/health`, `brain
+        doctor`). SQLite: its file is still the one opened (deleted or replaced while serving,
+        the connections write to a file nobody will read again), and a row can be written
+        (and rolled back: a read-only file refuses it; a lock another writer holds is no
+        fault).
+        PostgreSQL: the session is not read-only (a standby, a read-only default)."""
+        file = _sqlite_file(self.url)
+        if file is not None:
+            found = _identity(file)
+            if found is None:
+                return (f"the database file {file} is gone (deleted while serving?): what is "
+                        "written now is lost when the server stops; restore it and restart")
+            if self._identity is not None and found != self._identity:
+                return (f"the database file {file} was replaced while serving: restart the "
+                        "server to use the new one")
+        try:
+            async with self.engine.connect() as conn:
+                if self.engine.dialect.name == "sqlite":
+                    await conn.exec_driver_sql("PRAGMA busy_timeout=200")
+                    try:  # a row written and rolled back: only a write finds a read-only file
+                        await conn.exec_driver_sql("BEGIN IMMEDIATE")
+                        await conn.exec_driver_sql(
+                            "UPDATE alembic_version SET version_num = version_num")
+                    finally:
+                        await conn.rollback()
+                        await conn.exec_driver_sql(SQLITE_PRAGMAS[1])
+                elif self.engine.dialect.name == "postgresql":
+                    mode = await conn.exec_driver_sql("SHOW transaction_read_only")
+                    if str(mode.scalar()).lower() == "on":
+                        return "the database is read-only (a standby, or read-only by default)"
+        except DBAPIError as exc:
+            text = str(exc.orig if exc.orig is not None else exc).splitlines()[0][:200]
+            if "locked" in text or "busy" in text:
+                return None  # another writer holds the lock: it takes writes
+            return f"the database refuses writes: {text}"
+        return None
 
     async def close(self) -> None:
         for extra in (self._intake_engine, self._lock_engine):

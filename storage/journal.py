@@ -21,6 +21,7 @@ machine's on SQLite (one machine).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,29 +31,25 @@ from sqlalchemy import (
     JSON,
     Table,
     Text,
-    and_,
     bindparam,
     cast,
     delete,
-    exists,
     func,
     literal,
-    or_,
     select,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from storage.errors import InvalidValue
 from storage.models import Job, utcnow
 from storage.repositories.common import dialect_insert
+from storage.shares import Shares, claimable, fair_order
 from storage.text import clean_value
 
 STATES = ("pending", "running", "done", "failed")
-OPEN_STATES = ("pending", "running")
 
 
 @dataclass(frozen=True)
@@ -165,38 +162,52 @@ async def clock(s: AsyncSession) -> datetime:
 
 
 # A job is claimable when it is pending (and its retry pause is over), or running under a lease
-# that ran out; and no earlier job of its lane is open. Built once: the alias is costly.
-_EARLIER = aliased(Job)
+# that ran out; and no earlier job of its lane is open (storage/shares.py). Built once.
 _NOW = bindparam("now", type_=Job.__table__.c.lease_until.type)
-_CLAIMABLE = and_(
-    or_(and_(Job.state == "pending", or_(Job.lease_until.is_(None), Job.lease_until <= _NOW)),
-        and_(Job.state == "running", Job.lease_until < _NOW)),
-    ~exists().where(_EARLIER.lane == Job.lane, _EARLIER.id < Job.id,
-                    _EARLIER.state.in_(OPEN_STATES)))
+_SINCE = bindparam("since", type_=Job.__table__.c.finished_at.type)
+_CLAIMABLE = claimable(Job, _NOW)
+
+
+@functools.lru_cache(maxsize=64)
+def _picked(dialect: str, limit: int, shares: Shares | None,
+            kinds: tuple[str, ...] | None) -> Any:
+    """The ids a claim takes, as a subquery (built once per shape: building it costs more
+    than running it)."""
+    fair = fair_order(dialect, limit, shares, _NOW, _SINCE, kinds)
+    if dialect == "postgresql":
+        # Window functions cannot be locked: lock the picked rows of `jobs` themselves.
+        picked = (select(Job.id).join(fair, fair.c.id == Job.id).where(_CLAIMABLE)
+                  .order_by(fair.c.turn, Job.id).limit(limit)
+                  .with_for_update(of=Job, skip_locked=True))
+    else:
+        picked = select(fair.c.id).order_by(fair.c.turn, fair.c.id).limit(limit)
+    return picked.correlate(None).scalar_subquery()
 
 
 async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
-                kinds: tuple[str, ...] | None = None) -> list[JobRow]:
-    """Take up to `limit` claimable jobs for `owner`, oldest first; each gets a lease.
+                kinds: tuple[str, ...] | None = None,
+                shares: Shares | None = None) -> list[JobRow]:
+    """Take up to `limit` claimable jobs for `owner`; each gets a lease. Taken round-robin over
+    the people the jobs are for, each person's in the order recorded, within `shares`' limits
+    (storage/shares.py); oldest first without them.
 
-    One `UPDATE ... WHERE id IN (claimable) RETURNING`: on SQLite the statement runs under the
-    database's write lock, on PostgreSQL the candidates are locked `FOR UPDATE SKIP LOCKED`
+    One `UPDATE ... WHERE id IN (picked) RETURNING`: on SQLite the statement runs under the
+    database's write lock, on PostgreSQL the picked rows are locked `FOR UPDATE SKIP LOCKED`
     (rows another replica is claiming are skipped, not waited for) and re-checked."""
     if limit <= 0:
         return []
     now = await clock(s)
-    candidates = select(Job.id).where(_CLAIMABLE)
-    if kinds:
-        candidates = candidates.where(Job.kind.in_(kinds))
-    candidates = candidates.order_by(Job.id).limit(limit)
-    if s.get_bind().dialect.name == "postgresql":
-        candidates = candidates.with_for_update(skip_locked=True)
+    dialect = s.get_bind().dialect.name
+    # PostgreSQL re-checks the locked rows; SQLite picks them in this very statement, under
+    # its write lock (and a second check there made it scan every waiting job).
+    again = [_CLAIMABLE] if dialect == "postgresql" else []
+    window = shares.window if shares is not None else timedelta(0)
     rows = await s.scalars(
-        update(Job).where(Job.id.in_(candidates.scalar_subquery()), _CLAIMABLE)
+        update(Job).where(Job.id.in_(_picked(dialect, limit, shares, kinds)), *again)
         .values(state="running", lease_owner=owner, lease_until=now + lease,
                 attempts=Job.attempts + 1, updated_at=now)
         .returning(Job).execution_options(synchronize_session=False, populate_existing=True),
-        {"now": now})
+        {"now": now, "since": now - window})
     return sorted((_row(j) for j in rows), key=lambda r: r.id)
 
 
@@ -279,15 +290,22 @@ async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
 
 
 async def retry_later(s: AsyncSession, owner: str, job_id: int, delay: timedelta,
-                      error: str) -> bool:
+                      error: str, *, counted: bool = True,
+                      result: dict[str, Any] | None = None) -> bool:
     """A failed attempt: pending again, claimable after `delay` (its lane waits for it).
+    Not `counted`: the attempt is given back (the job waited on something else: storage that
+    could not be written), so waiting never uses up its attempts. `result` is merged in.
     False when `owner` no longer held the job."""
     now = await clock(s)
-    result = await s.execute(update(Job).where(*_held(job_id, owner))
-                             .values(state="pending", lease_owner=None,
-                                     lease_until=now + delay, error=error, updated_at=now)
-                             .execution_options(synchronize_session=False))
-    return int(result.rowcount) == 1  # type: ignore[attr-defined]
+    values: dict[str, Any] = {"state": "pending", "lease_owner": None,
+                              "lease_until": now + delay, "error": error, "updated_at": now}
+    if not counted:
+        values["attempts"] = Job.attempts - 1
+    if result:
+        values["result"] = _merged(s, result)
+    done = await s.execute(update(Job).where(*_held(job_id, owner)).values(**values)
+                           .execution_options(synchronize_session=False))
+    return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
 async def get(s: AsyncSession, job_id: int) -> JobRow | None:

@@ -24,7 +24,7 @@ NEVER_AT_START = {"sqlalchemy", "alembic", "mako", "aiosqlite", "pydantic", "pyd
 # tools and the model layer are not loaded.
 NOT_FOR_A_STORAGE_VERB = {"alembic", "mako", "jsonschema", "openai", "anthropic", "httpx",
                           "slack_sdk", "slack_bolt", "aiohttp", "tools", "bot.turn_runner",
-                          "bot.loop", "bot.llm", "numpy", "onnxruntime", "bot.jobs",
+                          "bot.loop", "bot.llm", "numpy", "onnxruntime", "bot.jobs", "bot.worker",
                           "storage.journal", "storage.models", "storage.repositories"}
 
 REPORT = """

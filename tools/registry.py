@@ -13,7 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from storage.errors import Ambiguous, StorageError
+from storage.errors import Ambiguous, StorageDown, StorageError, unwritable
 from storage.history.context import counting
 from tools import (
     answer,
@@ -227,7 +227,9 @@ def _with_dropped(output: ToolOutput, dropped: list[str]) -> ToolOutput:
 
 async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str, Any] | None,
                   parse_error: str | None = None) -> Execution:
-    """Run one tool call. Never raises: every failure is an error Execution."""
+    """Run one tool call. Every failure of the call is an error Execution; storage that
+    cannot be written (read-only, full) is not the call's failure and no answer for the
+    model: StorageDown, and the turn waits for storage (bot/worker.py)."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     output: ToolOutput | None = None
@@ -268,6 +270,9 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
                 error = _error(exc.code, exc.message, details=exc.details,
                                candidates=exc.candidates)
             except Exception as exc:  # a bug must reach the model as a result, not kill the turn
+                down = unwritable(exc)
+                if down is not None:
+                    raise StorageDown(down) from exc
                 error = _error("internal", f"tool failed: {type(exc).__name__}: {exc}"[:500])
 
     content = ""

@@ -238,12 +238,30 @@ async def _data_checks(settings: Settings) -> list[Any]:
     checks.append(_notes_check(settings))
     try:
         brain = await Brain.start(settings, with_llm=False)  # opens and migrates the database
-        await brain.close()
-        checks.append(Check("Database", True, f"{_safe_url(settings.db_url())} opens"))
     except Exception as exc:  # any driver or migration error is a finding, not a crash
         checks.append(Check("Database", False, f"{_safe_url(settings.db_url())}: {exc}",
                             "check DATABASE_URL, or remove it to use SQLite in BRAIN_DATA_DIR"))
+        return checks
+    try:
+        checks.append(Check("Database", True, f"{_safe_url(settings.db_url())} opens"))
+        checks.extend(await _writes_checks(brain))
+    finally:
+        await brain.close()
     return checks
+
+
+async def _writes_checks(brain: Any) -> list[Any]:
+    """Can the vault and the database be written now (what `/health` also reports)?"""
+    from bot.slack.doctor import Check
+
+    found = await brain.storage_health.problems(fresh=True)
+    root = brain.storage_health.vault_root
+    return [Check("Vault writes", "vault" not in found, found.get("vault", f"{root} takes new "
+                  "files"), "make the vault folder writable by the user the bot runs as, or "
+                  "free disk space; messages wait meanwhile (nothing is lost)"),
+            Check("Database writes", "database" not in found,
+                  found.get("database", "takes writes"), "make the database writable (file "
+                  "permissions, disk space; PostgreSQL: a primary, not a standby)")]
 
 
 def _temp_check(settings: Settings) -> Any:

@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestScheduler
-from bot.jobs import LEASE, RETRY_DELAYS, Worker
+from bot.jobs import LEASE
 from bot.reminders import ReminderScheduler
 from bot.slack import cards, listeners
 from bot.slack.edge import EdgeError, check_request
@@ -36,6 +36,7 @@ from bot.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from bot.slack.intake import Intake, IntakeFailed
 from bot.slack.web import make_client
 from bot.slack.work import SlackWork
+from bot.worker import RETRY_DELAYS, Worker
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,8 @@ class SlackBot:
         self.worker = Worker(brain.jobs, self.work.handlers(), give_up=self.work.give_up,
                              concurrency=concurrency, poll=poll, lease=lease,
                              retry_delays=retry_delays,
-                             more=helpers.wake if helpers is not None else None)
+                             more=helpers.wake if helpers is not None else None,
+                             ready=self.work.ready, waiting=self.work.waiting)
         self.intake = Intake(brain.jobs, self.wake,
                              person=brain.people.key if self.installs else None)
         listeners.register(self.app, self.intake, brain.conversations.thread_known,
@@ -264,12 +266,17 @@ class SlackBot:
                 "ack_ms_max": round(ordered[-1], 2), "acks": len(ordered)}
 
     async def health(self, request: web.Request) -> web.Response:
-        """Liveness and readiness: the database answers; how much work waits; ack speed."""
+        """Liveness and readiness: the database answers; how much work waits; ack speed;
+        503 with the reason when the vault or the database cannot be written."""
         try:
             counts = await self.brain.jobs.counts()
         except Exception as exc:
             log.warning("health: the database does not answer: %s", exc)
             return web.json_response({"ok": False, "error": "database unavailable"}, status=503)
         helpers = {} if self.helpers is None else {"helpers": self.helpers.status()}
-        return web.json_response({"ok": True, "running_here": self.worker.busy,
-                                  "jobs": counts, **helpers, **self.ack_stats()})
+        body: dict[str, Any] = {"ok": True, "running_here": self.worker.busy, "jobs": counts,
+                                **helpers, **self.ack_stats()}
+        storage = await self.brain.storage_health.problems()
+        if storage:
+            body.update(ok=False, storage=storage, error="; ".join(storage.values()))
+        return web.json_response(body, status=200 if body["ok"] else 503)

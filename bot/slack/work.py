@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
-from bot.jobs import Handler, JobContext, JobKind
+from bot.jobs import Handler, JobContext, JobKind, JobRow
 from bot.people import slack_user
 from bot.slack import cards, feedback, shared_files, turn_reply, web
 from bot.slack.answer_cards import note_view
@@ -26,6 +26,7 @@ from bot.slack.capture_work import SaveWork
 from bot.slack.home_work import HomeWork
 from bot.slack.installs import NotInstalled, TokenFor, Workspaces
 from bot.slack.intake import conversation_key, parse_button_value, permalink
+from bot.slack.notices import Notices
 from bot.slack.owner import owner_only
 from bot.slack.reminder_work import ReminderWork
 from bot.slack.streaming import ReplyStream
@@ -51,11 +52,13 @@ class SlackWork:
         self.saves = SaveWork(brain, client, settings, self.home.refresh)
         self.reminders = ReminderWork(brain, client, self.home.refresh)
         self.threads = ThreadWork(brain, client)
+        self.notices = Notices(client)
 
     def handlers(self) -> dict[str, Handler]:
         handlers = owner_only(self.settings.owner, self.client, {
             JobKind.TURN: self.turn, JobKind.BUTTON: self.button, JobKind.DIGEST: self.digest,
             JobKind.OPEN_NOTE: self.open_note, **self.threads.handlers(),
+            JobKind.SLOW_DOWN: self.notices.slow_down,
             **self.saves.handlers(),
             **self.home.handlers(), **self.reminders.handlers()})
         return {kind: self.workspaces.wrap(_with_origin(self.brain, handler))
@@ -316,6 +319,22 @@ class SlackWork:
             return  # nothing can reach a workspace that uninstalled the app
         with workspace:
             await self._tell_given_up(job, ref)
+
+    async def waiting(self, job: JobContext, reason: str) -> None:
+        """The job waits for storage (bot/worker.py): said once, in the job's workspace."""
+        try:
+            workspace = await self.workspaces.of_job(job)
+        except NotInstalled:
+            return
+        with workspace:
+            await self.notices.waiting(job, reason)
+
+    async def ready(self, job: JobRow) -> str | None:
+        """Whether a job that files notes may start: not while the vault cannot be written
+        (it would spend a model call and fail); other work goes on."""
+        if job.kind not in (JobKind.TURN, JobKind.SAVE):
+            return None
+        return await self.brain.storage_health.vault()
 
     async def _tell_given_up(self, job: JobContext, ref: str) -> None:
         p = job.job.payload

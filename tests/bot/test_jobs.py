@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from bot.jobs import JobContext, JobQueue, LeaseLost, Worker
+from bot.jobs import JobContext, JobQueue, LeaseLost
+from bot.worker import Worker
 from storage.db import Database
 from storage.models import Job
 from tests.databases import fresh_url
@@ -42,7 +43,10 @@ async def test_a_job_taken_over_is_stopped_and_not_finished_here(queue: JobQueue
             stopped.set()
             raise
 
-    worker = Worker(queue, {"turn": slow}, poll=0.05, lease=timedelta(seconds=0.3))
+    # Renewed every third of the lease: the takeover is seen within 0.4 s, and the worker is
+    # stopped well before the lease it last renewed runs out (once it has, the job is
+    # claimable again, by this worker too: with 0.3 s, a claim under load took it back).
+    worker = Worker(queue, {"turn": slow}, poll=0.05, lease=timedelta(seconds=1.2))
     job_id, _ = await queue.record(key="k1", kind="turn", user_id="U1", lane="l1", payload={})
     worker.start()
     try:

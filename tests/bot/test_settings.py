@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -31,10 +32,27 @@ def test_a_reaction_may_be_written_with_colons_and_a_time_without_a_leading_zero
     ("BRAIN_REMINDER_TIME", "25:00", "HH:MM"),
     ("BRAIN_CAPTURE_REACTION", "::", "emoji name"),
     ("BRAIN_RETENTION_DAYS", "-1", "greater than or equal"),
+    ("BRAIN_USER_RATE", "lots", "30/min, 500/h or 100/10s"),
+    ("BRAIN_USER_RATE", "30/day", "30/min, 500/h or 100/10s"),
+    ("BRAIN_USER_RATE", "30/0s", "longer than 0 s"),
+    ("BRAIN_USER_RUNNING", "-1", "greater than or equal"),
 ])
 def test_bad_values_are_refused_with_what_is_expected(name: str, value: str, says: str) -> None:
     with pytest.raises(ValidationError, match=says):
         settings(**{name: value})
+
+
+@pytest.mark.parametrize(("written", "count", "seconds"), [
+    ("30/min", 30, 60), ("30", 30, 60), ("500/h", 500, 3600), ("100/10s", 100, 10),
+    (" 5 / 2 minutes ", 5, 120), ("0", 0, 60)])
+def test_a_persons_rate_reads_as_written(written: str, count: int, seconds: int) -> None:
+    assert settings(BRAIN_USER_RATE=written).user_rate_limit == (count,
+                                                                 timedelta(seconds=seconds))
+
+
+def test_a_persons_share_defaults_to_two_at_once_and_thirty_a_minute() -> None:
+    s = settings()
+    assert (s.user_running, s.user_rate_limit) == (2, (30, timedelta(minutes=1)))
 
 
 def test_serve_runs_one_process_per_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,13 +61,16 @@ class Replica:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
-async def start(name: str, env: dict[str, str], cwd: Path) -> Replica:
+async def start(name: str, env: dict[str, str], cwd: Path,
+                wrapper: tuple[str, ...] = ()) -> Replica:
+    """`brain serve --http` logging to `<cwd>/<name>.log`; `wrapper`: a command it runs
+    under (`setpriv ...`)."""
     port = free_port()
     log = cwd / f"{name}.log"
     with log.open("wb") as err:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "serve", "--http", "--host", "127.0.0.1",
-            "--port", str(port), env=env, cwd=str(cwd),
+            *wrapper, sys.executable, "-m", "bot.cli", "serve", "--http", "--host",
+            "127.0.0.1", "--port", str(port), env=env, cwd=str(cwd),
             stdout=asyncio.subprocess.DEVNULL, stderr=err)
     url = f"http://127.0.0.1:{port}"
     return Replica(name, proc, url, SlackSender(url), log)

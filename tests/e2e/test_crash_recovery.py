@@ -44,6 +44,9 @@ def _env(tmp_path: Path, fake: FakeSlack, llm: FakeLLMServer) -> dict[str, str]:
                      # leases lapsed under three parallel runs, and a turn run again after a
                      # lapse filed its note twice: docs/reliability.md, not covered).
                      BRAIN_JOB_LEASE_SECONDS="5", BRAIN_LOG_LEVEL="WARNING",
+                     # One person's burst stands for many people's here: their share of the
+                     # work (test_fair_share.py) would keep the helpers from taking any.
+                     BRAIN_USER_RUNNING="0", BRAIN_USER_RATE="0",
                      **database_env(tmp_path))
 
 

@@ -70,7 +70,10 @@ def _env(tmp_path: Path, fake: FakeSlack, llm: FakeLLMServer, url: str) -> dict[
                      DATABASE_URL=url, BRAIN_LLM="openai", OPENAI_API_KEY="sk-test",
                      OPENAI_BASE_URL=llm.openai_base_url, BRAIN_LLM_MAX_RETRIES="0",
                      BRAIN_JOB_LEASE_SECONDS=str(LEASE), BRAIN_LOG_LEVEL="WARNING",
-                     BRAIN_PROCESSES=str(WORKERS))
+                     BRAIN_PROCESSES=str(WORKERS),
+                     # One person's 40 threads stand for many people's here: a person's
+                     # share of the work (test_fair_share.py) would run two at a time.
+                     BRAIN_USER_RUNNING="0", BRAIN_USER_RATE="0")
 
 
 def _check_turn_order(llm: FakeLLMServer) -> Counter[int]:

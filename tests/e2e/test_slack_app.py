@@ -326,13 +326,27 @@ async def test_a_failed_post_is_logged_with_a_reference(slack: Harness,
     assert "chat.postMessage failed (ref " in caplog.text and "channel_not_found" in caplog.text
 
 
+BROKEN_CONVERSATIONS = {
+    "sqlite": ["CREATE TRIGGER broken BEFORE INSERT ON conversations BEGIN "
+               "SELECT RAISE(ABORT, 'a bug'); END"],
+    "postgresql": ["CREATE FUNCTION broken() RETURNS trigger LANGUAGE plpgsql AS "
+                   "$$ BEGIN RAISE EXCEPTION 'a bug'; END $$",
+                   "CREATE TRIGGER broken BEFORE INSERT ON conversations FOR EACH ROW "
+                   "EXECUTE FUNCTION broken()"],
+}
+
+
 async def test_a_failing_turn_gets_an_error_card_with_a_logged_reference(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     fake = await FakeSlack().start()
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("a file where the vaults should be")
-    settings = make_settings(tmp_path, fake, BRAIN_VAULT_DIR=str(blocker))
+    settings = make_settings(tmp_path, fake)
     brain = await brain_module.Brain.start(settings)
+    # A turn that fails for a reason of its own (not storage that cannot be written: such a
+    # turn waits for it, tests/e2e/test_storage_faults.py): the database refuses its
+    # conversation row.
+    async with brain.database_engine.begin() as conn:
+        for statement in BROKEN_CONVERSATIONS[conn.dialect.name]:
+            await conn.exec_driver_sql(statement)
     # Tried again after short pauses, then given up with a card the user can quote.
     bot = app_module.SlackBot(brain, settings, poll=0.05, retry_delays=(0.01,))
     bot.start(scheduler=False)
