@@ -19,7 +19,14 @@ from bot.commands import (
     serve,
     storage_cmds,
 )
-from bot.commands.common import BrainParser, UsageExit, VerbParser, json_errors, version
+from bot.commands.common import (
+    BrainParser,
+    UsageExit,
+    VerbParser,
+    crashed,
+    json_errors,
+    version,
+)
 
 COMMAND_MODULES = (add, storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy)
 
@@ -51,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is None:
             parser.print_help()
             return 0
-        code: int = handler(args)
+        try:
+            code: int = handler(args)
+        except Exception as exc:  # a bug: one line for the user, the traceback in a file
+            return crashed(exc)
         return code
 
 

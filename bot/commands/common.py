@@ -237,6 +237,27 @@ def fail(message: str, code: int = EXIT_USAGE, kind: str | None = None,
     return code
 
 
+def crashed(exc: BaseException) -> int:
+    """An error no verb expected (a bug): one line (JSON under --json), never a traceback on
+    the terminal; the traceback goes to a private file the line names, for the bug report."""
+    import tempfile
+    import traceback
+
+    where = ""
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="brain-error-", suffix=".txt",
+                                         delete=False, encoding="utf-8") as f:
+            traceback.print_exception(exc, file=f)
+        where = f"; the details are in {f.name}"
+    except OSError:
+        pass
+    what = f"{type(exc).__name__}: {exc}"
+    if len(what) > 300:
+        what = what[:299] + "\u2026"
+    return fail(f"unexpected error ({what}); this is a bug, please report it{where}",
+                EXIT_ERROR, "internal")
+
+
 # A verb allocates mostly long-lived objects (its imports, the index rows it reads): with
 # Python's default of 700 the cyclic collector's passes took ~65 ms of a `brain search` on 20k
 # notes, with 7000 ~40 ms.
