@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -68,7 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     """The console command: `main`, then exit without Python's last garbage collections over
     every object the imports made (~70 ms for SQLAlchemy and pydantic); the process ends."""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before a verb took over (imports, parsing)
+        code = 130
+    # Done: a Ctrl-C pressed once more (twice at a prompt) must not turn the exit status
+    # into a death by SIGINT or print a traceback from the interpreter's shutdown.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()
     sys.exit(code)
 

@@ -268,12 +268,18 @@ def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
     """Run an async verb; expected storage errors become a message and exit code 2."""
     import asyncio
 
+    return guarded(lambda: asyncio.run(coro_fn()))  # type: ignore[arg-type]
+
+
+def guarded(verb: Callable[[], int]) -> int:
+    """Run a verb (that runs its own event loop); expected errors become a message and an
+    exit code, Ctrl-C exit code 130."""
     from storage.errors import Ambiguous, StorageError
 
     before = gc.get_threshold()
     gc.set_threshold(SHORT_RUN_GC_THRESHOLD, *before[1:])
     try:
-        return asyncio.run(coro_fn())  # type: ignore[arg-type]
+        return verb()
     except Ambiguous as exc:
         if _json_errors.get():
             return fail(exc.message, EXIT_ERROR, "ambiguous",
