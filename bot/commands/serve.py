@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.commands.common import port_number
@@ -262,7 +263,7 @@ async def _data_checks(settings: Settings) -> list[Any]:
         data_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
-        checks.append(Check("Data directory", True, f"{data_dir} is writable"))
+        checks.append(_data_dir_check(settings, data_dir))
     except OSError as exc:
         checks.append(Check("Data directory", False, f"{data_dir}: {exc.strerror or exc}",
                             "set BRAIN_DATA_DIR to a writable folder (in Docker: mount /data)"))
@@ -277,6 +278,19 @@ async def _data_checks(settings: Settings) -> list[Any]:
         checks.append(Check("Database", False, f"{_safe_url(settings.db_url())}: {exc}",
                             "check DATABASE_URL, or remove it to use SQLite in BRAIN_DATA_DIR"))
     return checks
+
+
+def _data_dir_check(settings: Settings, data_dir: Path) -> Any:
+    """Where data lives, and whether it is the old ./brain-data of this folder."""
+    from bot.config import legacy_notice
+    from bot.slack.doctor import Check
+
+    legacy = legacy_notice(settings)
+    if legacy is not None:
+        return Check("Data directory", True, f"{data_dir} is writable; {legacy}",
+                     "move it as said, or set BRAIN_DATA_DIR", warn=True)
+    chosen = "BRAIN_DATA_DIR" if "data_dir" in settings.model_fields_set else "the default"
+    return Check("Data directory", True, f"{data_dir} is writable ({chosen})")
 
 
 def _temp_check(settings: Settings) -> Any:
