@@ -36,9 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = BrainParser(
         prog="brain",
         description="Second Brain for Slack: file thoughts as markdown notes, ask them back.",
-        epilog="Exit codes: 0 done; 1 the command could not be done (not found, ambiguous, "
-               "refused); 2 the command line is wrong (nothing was opened or changed); 130 "
-               "interrupted. With --json, errors are JSON on stdout too.",
+        epilog="Data (database, vaults, history) lives in the platform's data folder "
+               "(~/.local/share/second-brain on Linux; `brain doctor` prints it) unless "
+               "BRAIN_DATA_DIR says otherwise; a ./brain-data in the working directory, from "
+               "an older version, is still used. A message (chat, add) is at most 40,000 "
+               "characters of text. Exit codes: 0 done; 1 the command could not be done (not "
+               "found, ambiguous, refused); 2 the command line is wrong (nothing was opened or "
+               "changed); 130 interrupted. With --json, errors are JSON on stdout too.",
     )
     parser.add_argument("--version", action="version", version=f"brain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=VerbParser)

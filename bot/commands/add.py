@@ -88,7 +88,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:  # argparse subparsers
     p = sub.add_parser("add", help="file TEXT (and files: their text, the files kept) as a "
                                     "new note")
-    p.add_argument("text", nargs="*", metavar="TEXT")
+    p.add_argument("text", nargs="*", metavar="TEXT",
+                   help="the note's text: at most 40,000 characters (a longer text: --file)")
     p.add_argument("--file", action="append", metavar="PATH",
                    help="a PDF, Word, HTML or text file to read into the note and keep in "
                         "attachments/ (repeatable)")
