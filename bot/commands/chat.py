@@ -9,7 +9,6 @@ runs, so that `brain --help` and the storage verbs do not pay for it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import uuid
@@ -29,6 +28,8 @@ from bot.commands.common import (
 from bot.commands.repl import Lines, history_file, no_interrupts
 
 if TYPE_CHECKING:
+    import asyncio
+
     from bot.brain import Brain
     from bot.config import Settings
     from bot.turns import TurnResult
@@ -137,6 +138,8 @@ def _chat(args: argparse.Namespace) -> int:
             return fail(f"--model {args.model}: its key ({known[args.model].api_key_env}) is "
                         "not set")
         settings = settings.model_copy(update={"llm": args.model})
+    import asyncio
+
     from bot.brain import Brain
 
     runner = asyncio.Runner()

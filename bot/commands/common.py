@@ -251,11 +251,10 @@ def crashed(exc: BaseException) -> int:
         where = f"; the details are in {f.name}"
     except OSError:
         pass
-    what = f"{type(exc).__name__}: {exc}"
+    what = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # one line
     if len(what) > 300:
         what = what[:299] + "\u2026"
-    return fail(f"unexpected error ({what}); this is a bug, please report it{where}",
-                EXIT_ERROR, "internal")
+    return fail(f"unexpected error ({what}){where}", EXIT_ERROR, "internal")
 
 
 # A verb allocates mostly long-lived objects (its imports, the index rows it reads): with

@@ -31,7 +31,7 @@ class Lines:
     def __init__(self, interactive: bool, history: Path | None = None) -> None:
         self.interactive = interactive
         self.history = history
-        self._readline = _line_editor(history) if interactive else None
+        self._readline: Any = _line_editor(history) if interactive else None
 
     def read(self) -> str | None:
         """The next line; None at the end (Ctrl-D, the end of the pipe). In a terminal,
@@ -66,10 +66,12 @@ class Lines:
     def _keep(self) -> None:
         """The line just read, appended to the history file (so a crash loses none)."""
         rl = self._readline
-        if rl is None or self.history is None or not rl.get_current_history_length():
+        append = getattr(rl, "append_history_file", None)  # (missing in some builds)
+        if rl is None or append is None or self.history is None \
+                or not rl.get_current_history_length():
             return
         with contextlib.suppress(OSError):
-            rl.append_history_file(1, str(self.history))
+            append(1, str(self.history))
 
 
 def _line_editor(history: Path | None) -> Any:
