@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.brain_cli import run_process
-from tests.databases import on_postgres
+from tests.databases import database_env, on_postgres
 
 NOTES = {f"note-{i}.md": f"# Note {i}\n\nThe river budget meeting number {i} is on Friday.\n"
          for i in range(12)}
@@ -36,8 +36,9 @@ def test_two_folders_use_one_data_dir_and_the_second_search_does_not_embed_again
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
     there.mkdir()
-    first = run_process(here, "search", "budget meeting", "--vault", str(vault))
-    second = run_process(there, "search", "budget meeting", "--vault", str(vault))
+    one_db = database_env(tmp_path)  # on PostgreSQL: one database for both folders too
+    first = run_process(here, "search", "budget meeting", "--vault", str(vault), env=one_db)
+    second = run_process(there, "search", "budget meeting", "--vault", str(vault), env=one_db)
     assert first.code == 0 and second.code == 0, first.err + second.err
     assert "giving 12 note(s) vectors" in first.err  # the first search embeds the vault
     assert "vectors" not in second.err, second.err  # the second finds them where they are

@@ -9,13 +9,16 @@ client; Slack's door is tests/e2e/test_slack_message_limits.py.
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.brain_cli import Result, run_process
+from tests.brain_cli import REPO, Result, run_process
 from tests.databases import database_env
 from tests.test_cli_mcp import stdio
 from tools.message_limits import MAX_MESSAGE, MAX_ORIGINAL
@@ -38,21 +41,16 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def brain(tmp_path: Path, *args: str, stdin: str | bytes = "") -> Result:
-    if isinstance(stdin, bytes):  # a real pipe of bytes, as `cat file | brain chat` gives
-        import subprocess
-        import sys
-
-        from tests.brain_cli import REPO
-        env = {**__import__("os").environ, **database_env(tmp_path), **_env(tmp_path),
-               "PYTHONPATH": str(REPO)}
-        for key in [k for k in env if k.startswith(("OPENAI_", "ANTHROPIC_", "SLACK_"))]:
-            del env[key]
-        proc = subprocess.run([str(Path(sys.executable).with_name("brain")), *args],
-                              input=stdin, cwd=tmp_path, env=env, capture_output=True,
-                              timeout=120, check=False)
-        return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                      proc.stderr.decode("utf-8", "replace"))
-    return run_process(tmp_path, *args, stdin=stdin, env=_env(tmp_path), timeout=120)
+    """The console command; bytes go down a real pipe as they are (`cat file | brain chat`)."""
+    if isinstance(stdin, str):
+        return run_process(tmp_path, *args, stdin=stdin, env=_env(tmp_path), timeout=120)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("BRAIN_", "SLACK_", "OPENAI_", "ANTHROPIC_", "DATABASE_"))}
+    env.update(database_env(tmp_path), **_env(tmp_path), PYTHONPATH=str(REPO))
+    proc = subprocess.run([str(Path(sys.executable).with_name("brain")), *args], input=stdin,
+                          cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
+    return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                  proc.stderr.decode("utf-8", "replace"))
 
 
 def notes(tmp_path: Path) -> list[Path]:
