@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -19,7 +20,14 @@ from bot.commands import (
     serve,
     storage_cmds,
 )
-from bot.commands.common import BrainParser, UsageExit, VerbParser, json_errors, version
+from bot.commands.common import (
+    BrainParser,
+    UsageExit,
+    VerbParser,
+    crashed,
+    json_errors,
+    version,
+)
 
 COMMAND_MODULES = (add, storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy)
 
@@ -28,9 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = BrainParser(
         prog="brain",
         description="Second Brain for Slack: file thoughts as markdown notes, ask them back.",
-        epilog="Exit codes: 0 done; 1 the command could not be done (not found, ambiguous, "
-               "refused); 2 the command line is wrong (nothing was opened or changed); 130 "
-               "interrupted. With --json, errors are JSON on stdout too.",
+        epilog="Data (database, vaults, history) lives in the platform's data folder "
+               "(~/.local/share/second-brain on Linux; `brain doctor` prints it) unless "
+               "BRAIN_DATA_DIR says otherwise; a ./brain-data in the working directory, from "
+               "an older version, is still used. A message (chat, add) is at most 40,000 "
+               "characters of text. Exit codes: 0 done; 1 the command could not be done (not "
+               "found, ambiguous, refused); 2 the command line is wrong (nothing was opened or "
+               "changed); 130 interrupted. With --json, errors are JSON on stdout too.",
     )
     parser.add_argument("--version", action="version", version=f"brain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=VerbParser)
@@ -51,14 +63,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is None:
             parser.print_help()
             return 0
-        code: int = handler(args)
+        try:
+            code: int = handler(args)
+        except Exception as exc:  # a bug: one line for the user, the traceback in a file
+            return crashed(exc)
         return code
 
 
 def run() -> NoReturn:
     """The console command: `main`, then exit without Python's last garbage collections over
     every object the imports made (~70 ms for SQLAlchemy and pydantic); the process ends."""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before a verb took over (imports, parsing)
+        code = 130
+    # Done: a Ctrl-C pressed once more (twice at a prompt) must not turn the exit status
+    # into a death by SIGINT or print a traceback from the interpreter's shutdown.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()
     sys.exit(code)
 

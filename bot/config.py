@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +15,30 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
     from tools.readers.read import Limits
+
+
+def default_data_dir() -> Path:
+    """BRAIN_DATA_DIR's default: the platform's data folder (storage/places.py), or a
+    `./brain-data` found in the working directory (the old default: kept, and said once)."""
+    from storage.places import MOVED_NOTICE, default_data_dir, moving_hint
+
+    path, legacy = default_data_dir()
+    if legacy and not (path / MOVED_NOTICE).exists():
+        print(f"brain: {moving_hint(path)}. (Said once; `brain doctor` says it again.)",
+              file=sys.stderr)
+        with contextlib.suppress(OSError):  # a read-only folder: said again next time
+            (path / MOVED_NOTICE).touch()
+    return path
+
+
+def legacy_notice(settings: Settings) -> str | None:
+    """How to move the data, when it is the working directory's old `./brain-data` because
+    BRAIN_DATA_DIR is not set; None otherwise (`brain doctor` says it as a warning)."""
+    from storage.places import LEGACY, moving_hint
+
+    if "data_dir" in settings.model_fields_set or Path(settings.data_dir) != LEGACY:
+        return None
+    return moving_hint(LEGACY)
 
 
 def default_processes() -> int:
@@ -53,7 +79,8 @@ class Settings(BaseSettings):
     slack_state_secret: str | None = Field(default=None, alias="SLACK_STATE_SECRET",
                                            repr=False)
 
-    data_dir: Path = Field(default=Path("./brain-data"), alias="BRAIN_DATA_DIR")
+    # Database, vaults, history (default: the platform's data folder; storage/places.py).
+    data_dir: Path = Field(default_factory=default_data_dir, alias="BRAIN_DATA_DIR")
     vault_dir: Path | None = Field(default=None, alias="BRAIN_VAULT_DIR")
     database_url: str | None = Field(default=None, alias="DATABASE_URL")
     owner: str | None = Field(default=None, alias="BRAIN_OWNER")
@@ -100,7 +127,7 @@ class Settings(BaseSettings):
     # A shared file larger than this is not read or kept; the note links to where it is.
     max_file_mb: float = Field(default=25.0, gt=0, le=1024, alias="BRAIN_MAX_FILE_MB")
     # The speech-to-text model for clips: a CTranslate2 Whisper folder; unset: Whisper base as
-    # the media extra ships it (joined once into <data>/models/).
+    # the media extra ships it (joined once into the shared cache: storage/places.py).
     speech_model: Path | None = Field(default=None, alias="BRAIN_SPEECH_MODEL")
     # Hosts a shared link may be fetched from although they are private or local (an intranet
     # wiki), comma-separated; every other link to such an address is refused.
@@ -178,4 +205,4 @@ class Settings(BaseSettings):
         """What reading one shared file may spend, and where the speech model is."""
         from tools.readers.read import Limits
 
-        return Limits(speech_model=self.speech_model, cache=self.data_dir / "models")
+        return Limits(speech_model=self.speech_model)  # the model cache: storage/places.py

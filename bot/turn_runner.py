@@ -48,6 +48,7 @@ from tools import registry
 from tools.base import ToolContext
 from tools.classify_and_capture import file_thought
 from tools.fence import Fence
+from tools.message_limits import refusal
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
 from tools.web.links import message_links
@@ -84,6 +85,9 @@ class TurnRunner:
         `progress` hears each tool call as it starts and ends (Slack shows them as steps)."""
         if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
             return TurnResult.from_dict(job.result["turn"])
+        refused = refusal(text)  # too long, or not text: no turn, nothing filed
+        if refused is not None:
+            return TurnResult(text=refused)
         with collecting() as changes:  # what the turn changed, for its Undo
             return await self._handle(conversation_key, user_id, text, source, channel,
                                       thread_ts, job, changes, files or [], unfurls, progress)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +14,14 @@ import pytest
 from hypothesis import settings
 
 from tests import databases
+
+# No test writes into the real user's platform folders (storage/places.py: the default data
+# folder and the model cache): this test process's are temporary, inherited by every process
+# a test starts; each test gets a data folder of its own (`_own_platform_data` below).
+_PLATFORM = Path(tempfile.mkdtemp(prefix="brain-platform-"))
+os.environ["XDG_DATA_HOME"] = str(_PLATFORM / "data")
+os.environ["XDG_CACHE_HOME"] = str(_PLATFORM / "cache")
+atexit.register(shutil.rmtree, _PLATFORM, True)
 
 # Import the embedding tokenizer here, in the main thread: kitoken 0.11 first imported in a
 # thread that then exits (a CLI verb run in a worker thread by a test) crashes the process
@@ -55,6 +67,13 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Iterator[obje
         return (yield)
     with databases.kept():
         return (yield)
+
+
+@pytest.fixture(autouse=True)
+def _own_platform_data(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that sets no BRAIN_DATA_DIR gets an empty default data folder of its own."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
 
 
 @pytest.fixture(autouse=True)

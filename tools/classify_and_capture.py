@@ -14,6 +14,7 @@ from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.dates import as_date, today_in
 from tools.known_person import add_to_person, known_person
+from tools.message_limits import MAX_MESSAGE, excerpt, refusal
 from tools.names import shown_name
 from tools.readers.sections import file_sections
 from tools.related import related_notes, related_section
@@ -22,7 +23,7 @@ from tools.web.links import URL
 
 log = logging.getLogger(__name__)
 
-MAX_TEXT = 4000
+MAX_TEXT = MAX_MESSAGE  # the one limit of a message, at every door
 MAX_NAME = 80
 
 _STR: dict[str, Any] = {"type": "string", "maxLength": 500}
@@ -152,6 +153,9 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     note (tools/repeats.py) unless `repeat_ok` (a saved message: one note per message)."""
     if not text.strip():
         raise ToolError("invalid", "text is empty: there is nothing to save")
+    refused = refusal(text)
+    if refused is not None:
+        raise ToolError("invalid", refused)
     dropped = list(dropped or [])
     classified: classify_rules.Classification | None = None
     suggested_fields: dict[str, Any] = {}
@@ -203,7 +207,9 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
             reason = "classified as inbox"
         else:
             reason = f"confidence {confidence:.2f} below {ctx.confidence_threshold:.2f}"
-        fields: dict[str, Any] = {**common, "original_text": text, "reason": reason}
+        # The body holds the whole text; the frontmatter its start (a YAML field that
+        # repeated a long text made the note unreadable past the frontmatter bound).
+        fields: dict[str, Any] = {**common, "original_text": excerpt(text), "reason": reason}
         if category != "inbox":
             fields["suggested_category"] = category
         status = "needs_review"

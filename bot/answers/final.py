@@ -35,14 +35,17 @@ def needs_citations(outcome: LoopOutcome, read_only: Collection[str]) -> bool:
 
 
 async def cite_prose(provider: Provider, *, system: str, history: Sequence[Message],
-                     outcome: LoopOutcome, execute: Executor, returned: bool = True) -> None:
+                     outcome: LoopOutcome, execute: Executor,
+                     returned: bool = True) -> LLMError | None:
     """Replace `outcome.text` (the model's prose) by its cited, checked form. When the tools
-    returned no note at all there is nothing to cite: nothing was found, and no call is made."""
+    returned no note at all there is nothing to cite: nothing was found, and no call is made.
+    Returns the model's failure when the citations could not be asked for (the prose stays
+    unchecked, so it is not shown), else None."""
     prose = outcome.messages[-1] if outcome.messages and outcome.messages[-1].role == \
         "assistant" and not outcome.messages[-1].tool_calls else None
     if not returned:
         _replace(outcome, prose, NOT_FOUND_WITH_MODEL)
-        return
+        return None
     options = RequestOptions(tool_schema=answer.SCHEMA, tool_name=answer.TOOL.name,
                              tool_description=answer.DESCRIPTION)
     try:
@@ -54,13 +57,13 @@ async def cite_prose(provider: Provider, *, system: str, history: Sequence[Messa
     except LLMError as exc:
         log.warning("the answer's citations could not be asked for (%s)", exc.kind)
         _replace(outcome, prose, _unchecked(outcome))
-        return
+        return exc
     outcome.llm_calls += 1
     outcome.usage = outcome.usage + completion.usage
     calls = [c for c in completion.tool_calls if c.name == answer.TOOL.name]
     if not calls:
         _replace(outcome, prose, _unchecked(outcome))
-        return
+        return None
     if prose is not None:  # the stored turn keeps the checked answer, not the unchecked prose
         outcome.messages.remove(prose)
     call = ToolCall(id=calls[0].id or "final_answer", name=answer.TOOL.name,
@@ -73,6 +76,7 @@ async def cite_prose(provider: Provider, *, system: str, history: Sequence[Messa
         ToolResult(call.id, call.name, execution.content, is_error=execution.status != "ok"),)))
     outcome.text = execution.output.text if execution.output is not None else _unchecked(outcome)
     outcome.messages.append(Message(role="assistant", content=outcome.text))
+    return None
 
 
 def _replace(outcome: LoopOutcome, prose: Message | None, text: str) -> None:

@@ -48,6 +48,11 @@ def cmd_add(args: argparse.Namespace) -> int:
     text = " ".join(args.text).strip()
     if not text and not args.file and not args.url:
         return fail("nothing to add: give TEXT, --file PATH, --url URL or several")
+    from tools.message_limits import refusal
+
+    refused = refusal(text) if text else None
+    if refused is not None:  # too long, or not text: the same limit as every door
+        return fail(refused)
     from bot.config import Settings
 
     try:
@@ -90,7 +95,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:  # argparse subparsers
     p = sub.add_parser("add", help="file TEXT (and files: their text, the files kept) as a "
                                     "new note")
-    p.add_argument("text", nargs="*", metavar="TEXT")
+    p.add_argument("text", nargs="*", metavar="TEXT",
+                   help="the note's text: at most 40,000 characters (a longer text: --file)")
     p.add_argument("--file", action="append", metavar="PATH",
                    help="a PDF, Word, HTML or text file to read into the note and keep in "
                         "attachments/ (repeatable)")

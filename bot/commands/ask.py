@@ -2,12 +2,15 @@
 
 With a model configured, the model searches and answers, and its citations are checked
 against the notes; without one, the sentences that answer the question are quoted from the
-best notes. `--json` prints {"answer", "found", "sources": [{"id", "path", "name", "quote"}]}.
+best notes. When the model gives no answer (it cannot be reached, refuses the key, or keeps
+searching) the answer is the quoted one, and a notice (stderr; "notice" under --json) says so.
+`--json` prints {"answer", "found", "sources": [{"id", "path", "name", "quote"}], "notice"?}.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from bot.commands.common import add_common, fail, meaning_ready, open_brain, print_json, run
@@ -45,6 +48,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def print_answer(answer: dict[str, Any]) -> None:
+    if answer.get("notice"):
+        print(f"brain: {answer['notice']}", file=sys.stderr)
     print(answer["answer"])
     notes = list({s["path"]: s for s in answer.get("sources") or []}.values())
     if notes:

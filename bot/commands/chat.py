@@ -1,7 +1,9 @@
 """`brain chat`: a REPL over the same loop Slack uses; `brain log`: what the turns did.
 
-The brain (SQLAlchemy, the tools, the LLM layer) is imported when a verb runs, so that
-`brain --help` and the storage verbs do not pay for it.
+In a terminal the lines are read with a line editor (bot/commands/repl.py); the chat's own
+words (`/help`, `/undo`, `/history`, `/new`, `/quit`: bot/commands/chat_words.py) are carried
+out and never filed. The brain (SQLAlchemy, the tools, the LLM layer) is imported when a verb
+runs, so that `brain --help` and the storage verbs do not pay for it.
 """
 
 from __future__ import annotations
@@ -10,13 +12,37 @@ import argparse
 import json
 import sys
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bot.commands.common import add_common, check_vault, fail, print_json, run, user_id
+from bot.commands import chat_words
+from bot.commands.common import (
+    add_common,
+    check_vault,
+    fail,
+    guarded,
+    print_json,
+    run,
+    user_id,
+)
+from bot.commands.repl import Lines, history_file, no_interrupts
 
 if TYPE_CHECKING:
+    import asyncio
+
     from bot.brain import Brain
+    from bot.config import Settings
     from bot.turns import TurnResult
+
+HISTORY_SHOWN = 10  # changes /history lists
+LOG_TEXT = 200  # characters of a message or a reply `brain log` prints (--json: all)
+CHAT_HELP = (
+    "Talk to your second brain. In a terminal: arrow keys edit the line, Up and Down recall "
+    "earlier lines (kept across sessions in <data dir>/chat-history/), Ctrl-C clears the "
+    "line, Ctrl-D leaves; /help, /undo, /history, /new and /quit are the chat's own commands "
+    "(\"undo\" or \"help\" alone too), never filed as notes. Piped stdin works: one message "
+    "per line, replies on stdout. A message over 40,000 characters, or one that is not text, "
+    "is refused and nothing is filed.")
 
 
 CHANGES_HELP = (
@@ -29,9 +55,7 @@ CHANGES_HELP = (
 
 def register(sub: Any) -> None:
     p = sub.add_parser("chat", help="talk to your second brain in the terminal",
-                       description="Talk to your second brain. Piped stdin works: one message "
-                                   "per line, replies on stdout.",
-                       epilog=CHANGES_HELP)
+                       description=CHAT_HELP, epilog=CHANGES_HELP)
     add_common(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--conversation", metavar="ID", help="resume this conversation (id or key)")
@@ -41,9 +65,12 @@ def register(sub: Any) -> None:
     p.add_argument("--model", metavar="ID",
                    help="talk to this LLM connection (a config id: openai, anthropic, offline "
                         "or one of BRAIN_LLM_CONFIGS) instead of BRAIN_LLM's")
-    p.set_defaults(handler=lambda args: run(lambda: _chat(args)))
+    p.set_defaults(handler=lambda args: guarded(lambda: _chat(args)))
 
-    lg = sub.add_parser("log", help="recent turns with their tool runs and token usage")
+    lg = sub.add_parser("log", help="recent turns with their tool runs and token usage",
+                        description="Recent turns with their tool runs and token usage; a "
+                                    f"long message or reply is cut at {LOG_TEXT} characters "
+                                    "(--json prints all of it).")
     add_common(lg)
     lg.add_argument("--conversation", metavar="ID", help="only this conversation (id or key)")
     lg.add_argument("--limit", type=int, default=10, help="how many turns (default 10)")
@@ -65,25 +92,33 @@ def _print_turn(result: TurnResult, verbose: bool, out: TextIO) -> None:
     out.flush()
 
 
-async def _pick_conversation(brain: Brain, user: str,
-                             args: argparse.Namespace) -> tuple[str, str | None]:
-    """(the conversation's key, a first message typed at the menu or None)."""
+def _pick_conversation(runner: asyncio.Runner, brain: Brain, user: str,
+                       args: argparse.Namespace, lines: Lines) -> tuple[str, str | None]:
+    """(the conversation's key, a first message typed at the menu or None). Ctrl-C at the
+    menu raises KeyboardInterrupt (the chat ends with 130), Ctrl-D EOFError (it ends)."""
     if args.conversation:
-        return await _conversation_key(brain, args.conversation), None
-    new_key = f"cli:{user}:{uuid.uuid4().hex[:8]}"
-    if args.new or not sys.stdin.isatty():
+        return runner.run(_conversation_key(brain, args.conversation)), None
+    new_key = _new_key(user)
+    if args.new or not lines.interactive:
         return new_key, None  # piped input is all messages: no menu to answer
-    recent = await brain.conversations.recent(user, limit=5)
+    recent = runner.run(brain.conversations.recent(user, limit=5))
     if not recent:
         return new_key, None
     print("Recent conversations:")
     for i, conv in enumerate(recent, 1):
         print(f"  {i}. {conv.title or '(untitled)'}  [{conv.key}]")
-    choice = input("Resume which? (number, Enter for a new one, or just type) ").strip()
+    answer = lines.ask("Resume which? (number, Enter for a new one, or just type) ")
+    if answer is None:
+        raise EOFError
+    choice = answer.strip()
     if choice.isdigit() and 1 <= int(choice) <= len(recent):
         return recent[int(choice) - 1].key, None
     # Anything else is the first message of a new conversation, never dropped.
     return new_key, (choice or None)
+
+
+def _new_key(user: str) -> str:
+    return f"cli:{user}:{uuid.uuid4().hex[:8]}"
 
 
 async def _conversation_key(brain: Brain, ref: str) -> str:
@@ -93,12 +128,10 @@ async def _conversation_key(brain: Brain, ref: str) -> str:
     return key
 
 
-async def _chat(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from bot.brain import Brain
+def _chat(args: argparse.Namespace) -> int:
+    """The chat on one event loop that runs between the lines: lines are read in the main
+    thread, where readline edits them and Ctrl-C reaches at once."""
     from bot.config import Settings
-    from bot.llm.types import LLMError
 
     settings = Settings()
     check_vault(settings, args)
@@ -113,55 +146,142 @@ async def _chat(args: argparse.Namespace) -> int:
             return fail(f"--model {args.model}: its key ({known[args.model].api_key_env}) is "
                         "not set")
         settings = settings.model_copy(update={"llm": args.model})
-    brain = await Brain.start(settings, vault_override=args.vault)
+    import asyncio
+
+    from bot.brain import Brain
+
+    runner = asyncio.Runner()
+    brain: Brain | None = None
     try:
-        user = user_id(settings, args)
-        if brain.offline:
-            print("No LLM key configured: using the offline rule-based provider "
-                  "(set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model).", file=sys.stderr)
-        key, first = await _pick_conversation(brain, user, args)
-        interactive = sys.stdin.isatty()
-        if interactive:
-            print(f"Conversation {key}. Type a thought or a question; Ctrl-D to quit.")
-        while True:
-            line = first if first is not None else await asyncio.to_thread(_read_line,
-                                                                           interactive)
-            first = None
-            if line is None:
-                return 0
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                with brain.acting_as(user, "cli chat"):
-                    result = await brain.turns.handle(conversation_key=key, user_id=user,
-                                                      text=text, source="cli")
-            except LLMError as exc:  # handle() already saves thoughts; this is a last resort
-                print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
-                continue
-            if args.json:
-                print_json({"text": result.text, "llm_calls": result.llm_calls,
-                            "outage": result.outage, "rescued": result.rescued,
-                            "tools": [_execution_dict(e) for e in result.executions]})
-            else:
-                _print_turn(result, args.verbose, sys.stdout)
-            if result.filed:  # after the reply: vectors for what it filed
-                await brain.keeper.embed_new(brain.store_for(user))
+        brain = runner.run(Brain.start(settings, vault_override=args.vault))
+        return _session(runner, brain, settings, args)
+    except EOFError:  # Ctrl-D at the menu: nothing chosen, nothing to do
+        return 0
+    except KeyboardInterrupt:  # Ctrl-C at the menu (or in a pipe): 130, on a fresh line
+        if sys.stdin.isatty():
+            print()
+        raise
     finally:
-        await brain.close()
+        with no_interrupts():  # a second Ctrl-C must not cut the clean-up short
+            if brain is not None:
+                runner.run(brain.close())
+            runner.close()
 
 
-def _read_line(interactive: bool) -> str | None:
+def _session(runner: asyncio.Runner, brain: Brain, settings: Settings,
+             args: argparse.Namespace) -> int:
+    from bot.llm.types import LLMError
+
+    user = user_id(settings, args)
+    interactive = sys.stdin.isatty()
+    history = history_file(settings.data_dir, user) if interactive else None
+    lines = Lines(interactive, history)
+    if brain.offline:
+        print("No LLM key configured: using the offline rule-based provider "
+              "(set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model).", file=sys.stderr)
+    key, first = _pick_conversation(runner, brain, user, args, lines)
+    if interactive:
+        print(f"Conversation {key}. Type a thought or a question; /help lists the commands; "
+              "Ctrl-D leaves.")
+    while True:
+        line: str | None = first
+        if first is not None:
+            first = None
+        else:
+            try:
+                line = lines.read()
+            except KeyboardInterrupt:
+                if not interactive:
+                    raise
+                print()  # Ctrl-C: the line is dropped, the chat goes on
+                continue
+        if line is None:
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        word = chat_words.read(text)
+        if word is not None:
+            if word.name == "quit":
+                return 0
+            if word.name == "new":
+                key = _new_key(user)
+            _say(args, word.name, runner.run(_word(brain, user, word, key, history)))
+            continue
+        try:
+            result = runner.run(_turn(brain, key, user, text))
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print("(interrupted: what the turn did so far is kept; /history shows it, "
+                  "/undo puts the last change back)")
+            continue
+        except LLMError as exc:  # handle() already saves thoughts; this is a last resort
+            print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
+            continue
+        if args.json:
+            print_json({"text": result.text, "llm_calls": result.llm_calls,
+                        "outage": result.outage, "rescued": result.rescued,
+                        "tools": [_execution_dict(e) for e in result.executions]})
+        else:
+            _print_turn(result, args.verbose, sys.stdout)
+
+
+async def _turn(brain: Brain, key: str, user: str, text: str) -> TurnResult:
+    with brain.acting_as(user, "cli chat"):
+        result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
+                                          source="cli")
+        if result.filed:  # after the reply: vectors for what it filed
+            await brain.keeper.embed_new(brain.store_for(user))
+    return result
+
+
+async def _word(brain: Brain, user: str, word: chat_words.Word, key: str,
+                history: Path | None) -> str:
+    """What one of the chat's own words does, as the text to print."""
+    from bot.commands.history_cmds import change_line
+    from storage.errors import StorageError
+
+    if word.name == "help":
+        return chat_words.help_text(str(history) if history else None)
+    if word.name == "new":
+        return f"New conversation {key}."
+    if word.name == "unsure":
+        return chat_words.unsure_text(word)
+    if word.name not in ("undo", "history"):
+        return chat_words.unknown_text(word)
+    store = brain.store_for(user)
     try:
-        return input("> ") if interactive else (sys.stdin.readline() or None)
-    except EOFError:
-        return None
+        with brain.acting_as(user, "cli chat"):
+            if word.name == "history":
+                changes = await store.changes(None, limit=HISTORY_SHOWN)
+                return "\n".join(change_line(c) for c in changes) or "No changes recorded yet."
+            change = await store.undo(None)
+    except StorageError as exc:
+        return f"Nothing undone: {exc.message}" if word.name == "undo" else exc.message
+    return f"Undone: {change.summary} ({', '.join(change.paths)})."
+
+
+def _say(args: argparse.Namespace, name: str, text: str) -> None:
+    if args.json:
+        print_json({"command": name, "text": text})
+    else:
+        print(text)
+    sys.stdout.flush()
 
 
 def _execution_dict(e: Any) -> dict[str, Any]:
     return {"tool": e.tool, "call_id": e.call_id, "arguments": e.arguments, "status": e.status,
             "result": e.output.data if e.output else None, "error": e.error,
             "ms": round(e.duration_ms, 1)}
+
+
+def _short(text: str | None) -> str:
+    """A message or reply on one line of `brain log`, cut at LOG_TEXT characters."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= LOG_TEXT:
+        return flat
+    return f"{flat[:LOG_TEXT - 1]}\u2026 ({len(flat):,} characters)"
 
 
 async def _log(args: argparse.Namespace) -> int:
@@ -184,12 +304,13 @@ async def _log(args: argparse.Namespace) -> int:
             print(f"#{t.id} conv {t.conversation_id} {t.created_at:%Y-%m-%d %H:%M} "
                   f"[{t.status}] {t.llm_calls} LLM call(s), "
                   f"{t.input_tokens} in / {t.output_tokens} out tokens")
-            print(f"  you:   {t.user_text}")
+            print(f"  you:   {_short(t.user_text)}")
             for r in t.tool_runs:
                 args_text = json.dumps(r.arguments, ensure_ascii=False)[:120]
                 print(f"  tool:  {r.tool} {args_text} {r.status} {r.duration_ms:.0f} ms"
-                      + (f" ({r.error})" if r.error else ""))
-            print(f"  brain: {(t.reply_text or '').splitlines()[0] if t.reply_text else ''}")
+                      + (f" ({_short(r.error)})" if r.error else ""))
+            reply = (t.reply_text or "").splitlines()
+            print(f"  brain: {_short(reply[0]) if reply else ''}")
             if t.feedback:
                 print(f"  feedback: {'👍 good' if t.feedback == 'good' else '👎 bad'}")
         return 0

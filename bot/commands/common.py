@@ -243,6 +243,26 @@ def fail(message: str, code: int = EXIT_USAGE, kind: str | None = None,
     return code
 
 
+def crashed(exc: BaseException) -> int:
+    """An error no verb expected (a bug): one line (JSON under --json), never a traceback on
+    the terminal; the traceback goes to a private file the line names, for the bug report."""
+    import tempfile
+    import traceback
+
+    where = ""
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="brain-error-", suffix=".txt",
+                                         delete=False, encoding="utf-8") as f:
+            traceback.print_exception(exc, file=f)
+        where = f"; the details are in {f.name}"
+    except OSError:
+        pass
+    what = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # one line
+    if len(what) > 300:
+        what = what[:299] + "\u2026"
+    return fail(f"unexpected error ({what}){where}", EXIT_ERROR, "internal")
+
+
 # A verb allocates mostly long-lived objects (its imports, the index rows it reads): with
 # Python's default of 700 the cyclic collector's passes took ~65 ms of a `brain search` on 20k
 # notes, with 7000 ~40 ms.
@@ -253,12 +273,18 @@ def run(coro_fn: Callable[[], Awaitable[int]]) -> int:
     """Run an async verb; expected storage errors become a message and exit code 2."""
     import asyncio
 
+    return guarded(lambda: asyncio.run(coro_fn()))  # type: ignore[arg-type]
+
+
+def guarded(verb: Callable[[], int]) -> int:
+    """Run a verb (that runs its own event loop); expected errors become a message and an
+    exit code, Ctrl-C exit code 130."""
     from storage.errors import Ambiguous, StorageError
 
     before = gc.get_threshold()
     gc.set_threshold(SHORT_RUN_GC_THRESHOLD, *before[1:])
     try:
-        return asyncio.run(coro_fn())  # type: ignore[arg-type]
+        return verb()
     except Ambiguous as exc:
         if _json_errors.get():
             return fail(exc.message, EXIT_ERROR, "ambiguous",

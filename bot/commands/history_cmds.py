@@ -13,7 +13,7 @@ from storage.types import Change
 WHEN_CHARS = 16  # 2026-11-25T09:30
 
 
-def _line(change: Change) -> str:
+def change_line(change: Change) -> str:
     paths = ", ".join(change.paths[:3]) + (f" (+{len(change.paths) - 3})"
                                              if len(change.paths) > 3 else "")
     when = change.at.replace("+00:00", "Z")[:WHEN_CHARS]
@@ -26,7 +26,7 @@ def _print_history(changes: list[Change]) -> None:
         print("no changes recorded yet")
         return
     for change in changes:
-        print(_line(change))
+        print(change_line(change))
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.commands.common import port_number
@@ -46,7 +47,8 @@ def register(sub: Any) -> None:  # argparse subparsers
                                         "wrong. Without any SLACK_* setting (a CLI/MCP-only "
                                         "set-up) Slack is not checked.")
     doctor.add_argument("--offline", action="store_true",
-                        help="skip the network calls (Slack's auth.test, the LLM probe)")
+                        help="skip the network calls (Slack's auth.test, the LLM probe); "
+                             "the closing line names what was not checked")
     doctor.add_argument("--local", action="store_true",
                         help="a CLI/MCP-only set-up: do not check Slack at all")
     doctor.set_defaults(handler=run_doctor)
@@ -109,13 +111,26 @@ def run_doctor(args: argparse.Namespace) -> int:
                                               local=args.local))
     width = max(len(c.name) for c in checks)
     for c in checks:
-        mark = "FAIL" if not c.ok else "WARN" if c.warn else "ok  "
+        mark = "FAIL" if not c.ok else "SKIP" if c.skipped else "WARN" if c.warn else "ok  "
         print(f"{mark}  {c.name.ljust(width)}  {c.detail}")
         if (not c.ok or c.warn) and c.fix:
             print(f"      {' ' * width}  fix: {c.fix}")
+    print("\n" + verdict(checks))
+    return 1 if any(not c.ok for c in checks) else 0
+
+
+def verdict(checks: list[Any]) -> str:
+    """The closing line: "All good." only when every check ran and none warned."""
     bad = [c for c in checks if not c.ok]
-    print(f"\n{len(bad)} problem(s) found." if bad else "\nAll good.")
-    return 1 if bad else 0
+    warned = [c for c in checks if c.ok and c.warn]
+    skipped = [c.skipped for c in checks if c.ok and c.skipped]
+    lines = [f"{len(bad)} problem(s) found." if bad else
+             f"No problem found, {len(warned)} warning(s) above (WARN)." if warned else
+             "No problem found in what was checked." if skipped else "All good."]
+    if skipped:
+        lines.append(f"Not checked (--offline): {', '.join(skipped)}; run `brain doctor` "
+                     "without --offline to check them.")
+    return "\n".join(lines)
 
 
 def _slack_configured(settings: Settings) -> bool:
@@ -134,11 +149,17 @@ async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> 
     else:
         checks = token_checks(settings)
         if settings.slack_bot_token and offline:
-            checks.append(Check("Slack auth.test", True, "skipped (--offline)"))
+            checks.append(Check("Slack auth.test", True, "not checked (--offline): whether "
+                                "Slack accepts the bot token",
+                                skipped="the Slack token (auth.test)"))
         elif settings.slack_bot_token:
             checks.append(await auth_check(settings))
     checks.append(_llm_check(settings))
-    if checks[-1].ok and not offline:
+    if checks[-1].ok and offline:
+        skipped = _llm_not_probed(settings)
+        if skipped is not None:
+            checks.append(skipped)
+    elif checks[-1].ok:
         checks.append(await _llm_probe(settings))
     checks.append(_meaning_check(settings))
     checks.append(_readers_check(settings))
@@ -198,6 +219,19 @@ def _llm_check(settings: Settings) -> Any:
     return Check("LLM", True, f"{where}, {env} is set")
 
 
+def _llm_not_probed(settings: Settings) -> Any:
+    """--offline with a model configured: its key and server are not known to work."""
+    from bot.llm.configs import select_config
+    from bot.slack.doctor import Check
+
+    config = select_config(settings)
+    if config.provider == "offline":
+        return None
+    what = f"the LLM key ({config.api_key_env})" if config.api_key_env else "the LLM server"
+    return Check("LLM probe", True, "not checked (--offline): whether the server accepts "
+                 "the key and the model", skipped=what)
+
+
 async def _llm_probe(settings: Settings) -> Any:
     """One tool call and one structured answer asked of the configured server: what works."""
     from bot.llm.configs import make_provider, select_config
@@ -229,7 +263,7 @@ async def _data_checks(settings: Settings) -> list[Any]:
         data_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
-        checks.append(Check("Data directory", True, f"{data_dir} is writable"))
+        checks.append(_data_dir_check(settings, data_dir))
     except OSError as exc:
         checks.append(Check("Data directory", False, f"{data_dir}: {exc.strerror or exc}",
                             "set BRAIN_DATA_DIR to a writable folder (in Docker: mount /data)"))
@@ -264,6 +298,19 @@ async def _writes_checks(brain: Any) -> list[Any]:
                   "permissions, disk space; PostgreSQL: a primary, not a standby)")]
 
 
+def _data_dir_check(settings: Settings, data_dir: Path) -> Any:
+    """Where data lives, and whether it is the old ./brain-data of this folder."""
+    from bot.config import legacy_notice
+    from bot.slack.doctor import Check
+
+    legacy = legacy_notice(settings)
+    if legacy is not None:
+        return Check("Data directory", True, f"{data_dir} is writable; {legacy}",
+                     "move it as said, or set BRAIN_DATA_DIR", warn=True)
+    chosen = "BRAIN_DATA_DIR" if "data_dir" in settings.model_fields_set else "the default"
+    return Check("Data directory", True, f"{data_dir} is writable ({chosen})")
+
+
 def _temp_check(settings: Settings) -> Any:
     """Temp files a killed writer left in the vaults: removed (they are ours, never notes)."""
     from bot.brain import clean_vault_temp
@@ -294,7 +341,8 @@ def _notes_check(settings: Settings) -> Any:
     more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
     return Check("Notes", True, f"{len(broken)} note(s) with frontmatter that is not read "
                  f"(indexed as text): {shown}{more}", "fix the YAML between the --- lines by "
-                 "hand (no *aliases, plain key: value lines)", warn=True)
+                 "hand (no *aliases, plain key: value lines; a long text belongs in the body, "
+                 "below the second ---)", warn=True)
 
 
 def _safe_url(url: str) -> str:

@@ -22,6 +22,7 @@ from bot.jobs import Handler, JobContext, JobKind
 from bot.slack import cards, shared_files, web
 from bot.slack.intake import permalink, plain_text, shared_text
 from bot.slack.shared_files import files_of
+from tools.message_limits import refusal
 from tools.web.links import unfurls_of
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,10 @@ class SaveWork:
         text = plain_text(str(text or "")).strip() or shared_text({"files": files})
         if not text:
             await self._tell(job, "That message has no text or files to save.")
+            return None
+        refused = refusal(text)  # too long, or not text: the limit of every door
+        if refused is not None:
+            await self._tell(job, refused)
             return None
         shared = await shared_files.files_download(
             self.client.token or "", self.settings.slack_api_url, files,

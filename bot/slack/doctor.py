@@ -19,6 +19,7 @@ class Check:
     detail: str
     fix: str | None = None  # what to do about it, when not ok
     warn: bool = False  # ok, but worth a look (printed WARN; does not fail the run)
+    skipped: str | None = None  # not checked (--offline): what, for the closing line
 
 
 def token_checks(settings: Settings) -> list[Check]:

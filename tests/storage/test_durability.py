@@ -27,6 +27,7 @@ from storage.store import Store
 from storage.vault import Vault
 from tests.databases import fresh_url
 from tools.base import ToolContext
+from tools.message_limits import not_text, refusal
 from tools.registry import execute
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,6 +138,10 @@ def test_any_text_through_every_writing_tool_parses_back(tmp_path: Path, text: s
                 "text": text + " remember this",
                 "hints": {"category": "projects", "confidence": 0.9, "name": name,
                           "next_action": value, "tags": [tag]}})
+            if not_text(text + " remember this"):  # refused at every door, nothing written
+                assert (captured.error or {}).get("message") == refusal(text + " remember this")
+                assert not list(root.rglob("*.md"))
+                return
             assert captured.status == "ok", captured.error
             ref = captured.output.data["id"] if captured.output else ""
             updated = await execute(ctx, "c2", "update_entry", {

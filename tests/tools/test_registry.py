@@ -139,9 +139,9 @@ async def test_missing_required_and_wrong_types(ctx: ToolContext) -> None:
 
 async def test_huge_text_is_refused_without_echoing_it(
         ctx: ToolContext, vault_root: Path) -> None:
-    ex = await execute(ctx, "c1", "classify_and_capture", {"text": "y" * 10_000})
+    ex = await execute(ctx, "c1", "classify_and_capture", {"text": "y" * 50_000})
     assert ex.status == "error" and ex.error is not None
-    assert ex.error["details"] == ["text: is 10000 characters, limit maxLength 4000"]
+    assert ex.error["details"] == ["text: is 50000 characters, limit maxLength 40000"]
     assert len(ex.content) < 500
     assert snapshot(vault_root) == {}
 

@@ -3,9 +3,10 @@ keeps: a file that cannot be read is a `Reading` with a `problem`, never an exce
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from storage.places import models_cache
 from tools.readers import documents, images, speech
 
 MAX_TEXT = 20_000  # characters of extracted text kept in a note; the rest stays in the file
@@ -36,7 +37,7 @@ class Limits:
     max_pages: int = documents.MAX_PAGES
     max_seconds: float = speech.MAX_SECONDS  # of a clip
     speech_model: Path | None = None  # a CTranslate2 Whisper directory; None: the shipped one
-    cache: Path = Path("brain-data") / "models"  # where the shipped model is unpacked
+    cache: Path = field(default_factory=models_cache)  # where the shipped model is joined
 
 
 EMPTY = {"image": "no text found in the image",

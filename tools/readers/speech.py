@@ -1,8 +1,8 @@
 """Speech in clips (a voice memo, a Slack clip, a video's sound) to text, offline:
 faster-whisper runs OpenAI's Whisper on CTranslate2 (no torch), int8 on the CPU. The model is
 Whisper base (MIT), converted for CTranslate2 and shipped by pip in two wheels (the media
-extra); its two halves are joined once into the data directory. Nothing is downloaded at run
-time. docs/readers.md says why this model and what else was measured."""
+extra); its two halves are joined once into the shared model cache (storage/places.py). Nothing
+is downloaded at run time. docs/readers.md says why this model and what else was measured."""
 
 from __future__ import annotations
 
