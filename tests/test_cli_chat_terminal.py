@@ -21,7 +21,7 @@ from tests.databases import database_env
 
 LEFT, UP, CTRL_C, CTRL_D = "\x1b[D", "\x1b[A", "\x03", "\x04"
 TIMEOUT = 90  # seconds for any one expected output: a deadline, not a guess of the work
-REPLY = "Filed to|Saved to inbox|Added to"
+REPLY = "Filed to|Saved to inbox|Added to|Already in your notes"  # (a repeat within 10 minutes)
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
