@@ -78,6 +78,19 @@ class IndexKeeper:
             self._keep(store)
         return store
 
+    def history_behind(self) -> list[str]:
+        """Why, for each vault history holding changes it could not record yet (`/health`):
+        its file beside the repository, or what this process could not even write there."""
+        from storage.history.health import behind
+
+        found = behind(self.history_root)
+        for store in self._stores:
+            history = store.history
+            if history is not None and history.pending.unsaved and \
+                    not history.pending.path.is_file():
+                found.append(history.trouble or "changes not recorded yet")
+        return found
+
     def forget(self, store: Store) -> None:
         if store in self._stores:
             self._stores.remove(store)

@@ -48,3 +48,10 @@ class ChangedSince(StorageError):
     """An undo that would overwrite what changed after the change it undoes."""
 
     code = "changed_since"
+
+
+class HistoryFailed(StorageError):
+    """The vault's history cannot be written or read (a held lock, a missing object): an undo
+    that would need it is refused before anything changes."""
+
+    code = "history"

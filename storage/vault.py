@@ -366,6 +366,13 @@ class Vault:
         original = self.relpath(path).split("/", 1)[1]
         return self._relocate(path, self.resolve(original))
 
+    def absent_folders(self, rel: str) -> list[str]:
+        """The folders above `rel` that do not exist yet, outermost first (a change that
+        makes them says so, and its undo removes them again when they are left empty)."""
+        parts = PurePosixPath(rel).parts[:-1]
+        folders = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+        return [f for f in folders if not (self.root / f).is_dir()]
+
     def _relocate(self, path: Path, target: Path) -> str:
         return self.relpath(relocate(path, target))
 

@@ -9,6 +9,7 @@ and the paths one commit changed.
 from __future__ import annotations
 
 import binascii
+import contextlib
 import hashlib
 import os
 import time
@@ -28,6 +29,9 @@ DIR_MODE = 0o040000
 EMPTY_TREE = b"4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 TREE_CACHE = 256  # trees whose entries a process keeps in memory
 COMMITTER = b"Second Brain <brain@localhost>"
+# A lock file this old is left by a writer that stopped (git's own rule of thumb): every
+# writer holds the vault's lock while it commits, so under that lock nobody live holds it.
+STALE_LOCK_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,90 @@ class HistoryRepo:
 
     def close(self) -> None:
         self.repo.close()
+
+    # --- locks and health ---------------------------------------------------------------------
+
+    def lock_files(self) -> list[tuple[Path, float]]:
+        """(lock file, its age in seconds) of the files git locks while writing them."""
+        found = []
+        now = time.time()
+        for pattern in ("*.lock", "refs/**/*.lock"):
+            for path in self.path.glob(pattern):
+                with contextlib.suppress(FileNotFoundError):
+                    found.append((path, now - path.stat().st_mtime))
+        return found
+
+    def clear_stale_locks(self) -> list[str]:
+        """Remove the lock files a writer that stopped left (a minute old or more). Call only
+        under the vault's lock: every live writer of ours holds it while it commits."""
+        removed = []
+        for path, age in self.lock_files():
+            if age >= STALE_LOCK_SECONDS:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path.relative_to(self.path).as_posix())
+        return removed
+
+    def unwritable(self) -> str | None:
+        """Why a commit would fail now (a lock younger than a minute: stale ones are cleared
+        by the commit; a folder it may not write), or None."""
+        for path, age in self.lock_files():
+            if age >= STALE_LOCK_SECONDS:
+                continue
+            name = path.relative_to(self.path).as_posix()
+            return (f"its lock file {name} is held ({age:.0f} s old: a writer now, or one that "
+                    "stopped; cleared once it is a minute old)")
+        for folder in (self.path / "objects", self.path / "refs" / "heads"):
+            if not os.access(folder, os.W_OK | os.X_OK):
+                return f"{folder.relative_to(self.path)} cannot be written"
+        return None
+
+    def readable(self, commit_id: ObjectID | None, rels: Iterable[str]) -> None:
+        """Read what a commit on top of `commit_id` touching `rels` needs (the commit and the
+        trees along each path); KeyError names an object that is missing."""
+        if commit_id is None:
+            return
+        for rel in rels:
+            self.blob_at(commit_id, rel)
+
+    def missing(self, budget: float = 10.0) -> tuple[list[str], int]:
+        """Objects the history's commits need that are missing or unreadable (at most 5),
+        and how many commits were checked within `budget` seconds (`brain doctor`)."""
+        store = self.repo.object_store
+        seen: set[bytes] = set()
+        bad: list[str] = []
+        checked = 0
+        deadline = time.monotonic() + budget
+        at = self.head()
+        while at is not None and len(bad) < 5 and time.monotonic() < deadline:
+            try:
+                commit = self.repo[at]
+            except Exception:  # noqa: BLE001 (any failure to read it is the finding)
+                bad.append(at.decode())
+                break
+            assert isinstance(commit, Commit)
+            checked += 1
+            todo = [commit.tree]
+            while todo and len(bad) < 5:
+                tree_id = todo.pop()
+                if tree_id in seen:
+                    continue
+                seen.add(tree_id)
+                try:
+                    tree = self.repo[tree_id]
+                except Exception:  # noqa: BLE001
+                    bad.append(tree_id.decode())
+                    continue
+                assert isinstance(tree, Tree)
+                for entry in tree.iteritems():
+                    if entry.mode == DIR_MODE:
+                        todo.append(entry.sha)
+                    elif entry.sha not in seen:
+                        seen.add(entry.sha)
+                        if entry.sha not in store:
+                            bad.append(entry.sha.decode())
+            at = commit.parents[0] if commit.parents else None
+        return bad[:5], checked
 
     def head(self) -> ObjectID | None:
         try:
@@ -94,6 +182,7 @@ class HistoryRepo:
     def commit(self, files: Mapping[str, bytes | None], message: str, author: str,
                *, when: int | None = None) -> ObjectID:
         """A commit on the head that sets each path to its bytes (None: removed)."""
+        self.clear_stale_locks()
         parent = self.head()
         changes: dict[tuple[bytes, ...], tuple[int, bytes] | None] = {}
         blobs = []

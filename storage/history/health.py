@@ -1,0 +1,85 @@
+"""Can the vaults' histories be written, and are they whole? `brain doctor` looks closely
+(locks, folders it may not write, every object its commits need); `/health` only asks which
+histories hold changes they could not record yet (a file's presence: cheap on every call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.history.pending import PENDING_NAME, Pending, why
+from storage.history.repo import STALE_LOCK_SECONDS, HistoryRepo
+
+REPO_NAME = "repo.git"
+
+
+@dataclass(frozen=True)
+class HistoryState:
+    name: str  # the history's folder: the vault's folder name and a digest of its path
+    problem: str | None = None  # it cannot be written, or it is damaged
+    note: str | None = None  # worth a look: a lock a stopped writer left
+    fix: str | None = None
+
+
+def _histories(base: Path) -> list[Path]:
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if (p / REPO_NAME / "HEAD").is_file()
+                  or (p / PENDING_NAME).is_file())
+
+
+def inspect(folder: Path, *, budget: float = 10.0) -> HistoryState:
+    """One history, looked at closely (nothing is changed)."""
+    name = folder.name
+    aside = (f"move {folder} aside while no `brain` process runs: the next change starts a "
+             "new history from the vault as it is (the changes it held can then not be undone)")
+    pending = Pending(folder)
+    late = f"{pending.count()} change(s) not recorded yet" if pending.behind else None
+    if not (folder / REPO_NAME / "HEAD").is_file():
+        return HistoryState(name, problem=late and f"{late}: {pending.reason()}")
+    try:
+        repo = HistoryRepo(folder / REPO_NAME)
+    except Exception as exc:  # noqa: BLE001 (whatever stops it opening is the finding)
+        return HistoryState(name, problem=f"it does not open: {why(exc)}", fix=aside)
+    try:
+        locks = repo.lock_files()
+        unwritable = repo.unwritable()
+        missing, _checked = repo.missing(budget)
+    finally:
+        repo.close()
+    if missing:
+        return HistoryState(name, problem=f"damaged: {len(missing)} object(s) its commits "
+                            f"need are missing or unreadable ({', '.join(m[:12] for m in missing)})"
+                            + (f"; {late}" if late else ""), fix=aside)
+    stale = [(path, age) for path, age in locks if age >= STALE_LOCK_SECONDS]
+    fresh = [path for path, age in locks if age < STALE_LOCK_SECONDS]
+    if unwritable:
+        fix = (f"a lock is cleared by itself once a minute old; if no `brain` process is "
+               f"running, remove {fresh[0]}" if fresh else
+               f"make {folder / REPO_NAME} writable for the user that runs `brain`")
+        return HistoryState(name, problem=(f"{late}: " if late else "") + unwritable, fix=fix)
+    if late:
+        return HistoryState(name, problem=f"{late}: {pending.reason()}",
+                            fix="they are recorded at the next change or rescan once it can "
+                            "be written")
+    if stale:
+        path, age = stale[0]
+        return HistoryState(name, note=f"a lock left by a writer that stopped {age / 60:.0f} "
+                            f"min ago ({path.name}): cleared at the next change",
+                            fix=f"nothing to do (or remove {path})")
+    return HistoryState(name)
+
+
+def inspect_all(base: Path, *, budget: float = 10.0) -> list[HistoryState]:
+    return [inspect(folder, budget=budget) for folder in _histories(base)]
+
+
+def behind(base: Path) -> list[str]:
+    """Why, for each history under `base` holding changes it could not record yet."""
+    found = []
+    for folder in _histories(base):
+        pending = Pending(folder)
+        if pending.behind:
+            found.append(f"{pending.count()} change(s) not recorded yet: {pending.reason()}")
+    return found
