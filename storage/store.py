@@ -18,7 +18,6 @@ import builtins
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Collection
-from pathlib import PurePosixPath
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -336,13 +335,15 @@ class Store(Recorded):
             rel = await self._current(ref)
             sources = await relink.linking(self.db, self.index.key, rel)
             await self._before([rel, *sources])
-            result = self.vault.move(rel, category, await relink.stems_taken(
-                self.db, self.index, PurePosixPath(rel).stem))
-            relinked = await relink.relink(self.db, self.vault, self.index.key, sources,
+            folders = self.vault.absent_folders(f"{category}/-")
+            result = self.vault.move(rel, category, await relink.names_blocked(
+                self.db, self.vault, self.index.key, rel, category))
+            relinked = await relink.relink(self.db, self.vault, self.index.key,
+                                           [*sources, result.new_path],  # and its own links
                                            result.old_path, result.new_path)
             await self._record("move", f"{result.entry.name} to {category}",
                                [result.old_path, result.new_path, *relinked],
-                               [(result.old_path, result.new_path)])
+                               [(result.old_path, result.new_path)], folders)
         await self._touched([result.old_path, result.new_path, *relinked])
         return result
 

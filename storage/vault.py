@@ -19,6 +19,7 @@ from storage.files import (
     TEMP_MAX_AGE,
     TEMP_NAME,
     clean_temp,
+    name_sep,
     relocate,
     remove_old,
     write_atomic,
@@ -334,8 +335,10 @@ class Vault:
             write_atomic(path, new_text)
             return MoveResult(old_rel, old_rel, category, self._entry(old_rel,
                                                                       parse_note(new_text)))
-        target = write_new(self.root / category, slugify(path.stem), new_text,
-                           {t for t in taken if t != path.stem.casefold()})
+        # The file keeps its name (slugs are for the notes the app makes), or the first of
+        # `Name 2`, `Name 3`, ... that is not `taken` (storage/relink.py `names_blocked`).
+        target = write_new(self.root / category, path.stem, new_text, taken,
+                           suffix=path.suffix, sep=name_sep(path.stem))
         path.unlink()
         new_rel = self.relpath(target)
         return MoveResult(old_rel, new_rel, category, self._entry(new_rel, parse_note(new_text)))

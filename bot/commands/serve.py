@@ -297,8 +297,13 @@ def _history_check(settings: Settings) -> Any:
     if noted:
         return Check("History", True, "; ".join(f"{s.name}: {s.note}" for s in noted[:3]),
                      noted[0].fix, warn=True)
+    if not states:
+        return Check("History", True, "no vault history yet")
+    checked, commits = sum(s.checked for s in states), sum(s.commits for s in states)
+    part = (f" (the newest {checked:,} of {commits:,} changes checked in the time given)"
+            if checked < commits else "")
     return Check("History", True, f"{len(states)} vault histories can be written, none "
-                 "damaged" if states else "no vault history yet")
+                 f"damaged{part}")
 
 
 def _safe_url(url: str) -> str:

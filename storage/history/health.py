@@ -20,6 +20,8 @@ class HistoryState:
     problem: str | None = None  # it cannot be written, or it is damaged
     note: str | None = None  # worth a look: a lock a stopped writer left
     fix: str | None = None
+    checked: int = 0  # commits whose objects were checked (the newest first)
+    commits: int = 0  # commits in all
 
 
 def _histories(base: Path) -> list[Path]:
@@ -29,7 +31,7 @@ def _histories(base: Path) -> list[Path]:
                   or (p / PENDING_NAME).is_file())
 
 
-def inspect(folder: Path, *, budget: float = 10.0) -> HistoryState:
+def inspect(folder: Path, *, budget: float = 5.0) -> HistoryState:
     """One history, looked at closely (nothing is changed)."""
     name = folder.name
     aside = (f"move {folder} aside while no `brain` process runs: the next change starts a "
@@ -45,7 +47,8 @@ def inspect(folder: Path, *, budget: float = 10.0) -> HistoryState:
     try:
         locks = repo.lock_files()
         unwritable = repo.unwritable()
-        missing, _checked = repo.missing(budget)
+        missing, checked = repo.missing(budget)
+        commits = max(checked, _count(folder))
     finally:
         repo.close()
     if missing:
@@ -68,11 +71,23 @@ def inspect(folder: Path, *, budget: float = 10.0) -> HistoryState:
         return HistoryState(name, note=f"a lock left by a writer that stopped {age / 60:.0f} "
                             f"min ago ({path.name}): cleared at the next change",
                             fix=f"nothing to do (or remove {path})")
-    return HistoryState(name)
+    return HistoryState(name, checked=checked, commits=commits)
+
+
+def _count(folder: Path) -> int:
+    """How many changes the history lists (its cache's lines: cheap, and near enough)."""
+    try:
+        with (folder / "changes.jsonl").open("rb") as handle:
+            return sum(1 for _line in handle)
+    except OSError:
+        return 0
 
 
 def inspect_all(base: Path, *, budget: float = 10.0) -> list[HistoryState]:
-    return [inspect(folder, budget=budget) for folder in _histories(base)]
+    """Every history under `base`, sharing about `budget` seconds (at least 0.2 s each)."""
+    folders = _histories(base)
+    each = max(0.2, budget / max(1, len(folders)))
+    return [inspect(folder, budget=each) for folder in folders]
 
 
 def behind(base: Path) -> list[str]:

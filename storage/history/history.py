@@ -38,6 +38,7 @@ TRAILER = "brain-change: "
 LOG_NAME = "changes.jsonl"
 OUTSIDE = "outside edit"
 OUTSIDE_SUMMARY = "file(s) changed outside the app"
+RETELL_SECONDS = 600.0  # the same failure is logged again after this long
 LATE = " (recorded late: the history could not be written then)"
 START = "start of history"
 UNDO = "undo"
@@ -69,6 +70,7 @@ class History:
         self.vault = vault
         self._repo: HistoryRepo | None = None
         self.pending = Pending(path)
+        self._told: tuple[str | None, float] = (None, 0.0)  # the last failure logged, when
 
     @property
     def repo(self) -> HistoryRepo:
@@ -211,8 +213,11 @@ class History:
         reason = why(exc)
         if late is not None:
             self.pending.add(late, reason)
-        log.warning("history of %s cannot be written: %s; the change is kept and recorded "
-                    "once it can be", self.vault.root.name, reason)
+        told, at = self._told
+        if reason != told or time.monotonic() - at > RETELL_SECONDS:  # not every rescan
+            self._told = (reason, time.monotonic())
+            log.warning("history of %s cannot be written: %s; the change is kept and "
+                        "recorded once it can be", self.vault.root.name, reason)
 
     def _commit(self, files: dict[str, bytes | None], action: str, summary: str, *,
                 who: str, source: str, moved: tuple[tuple[str, str], ...] = (),

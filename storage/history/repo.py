@@ -14,7 +14,7 @@ import hashlib
 import os
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,44 +106,76 @@ class HistoryRepo:
         for rel in rels:
             self.blob_at(commit_id, rel)
 
-    def missing(self, budget: float = 10.0) -> tuple[list[str], int]:
-        """Objects the history's commits need that are missing or unreadable (at most 5),
-        and how many commits were checked within `budget` seconds (`brain doctor`)."""
-        store = self.repo.object_store
-        seen: set[bytes] = set()
+    def missing(self, budget: float = 5.0) -> tuple[list[str], int]:
+        """Objects the history needs that are missing or unreadable (at most 5), and how many
+        commits were checked (`brain doctor`): the head's whole tree (every later commit
+        builds on it), then each commit newest first, with the blobs its change reads and
+        writes (what an undo of it needs), for about `budget` seconds."""
         bad: list[str] = []
+        head = self.head()
+        if head is None:
+            return bad, 0
+        store = self._object_ids()
+        try:
+            todo, seen = [self._tree_of(head) or EMPTY_TREE], set()
+            while todo:
+                tree = self.repo[ObjectID(todo.pop())]
+                assert isinstance(tree, Tree)
+                for entry in tree.iteritems():
+                    if entry.mode == DIR_MODE and entry.sha not in seen:
+                        seen.add(entry.sha)
+                        todo.append(entry.sha)
+                    elif entry.mode != DIR_MODE and entry.sha not in store:
+                        bad.append(entry.sha.decode())
+        except KeyError as exc:
+            return [_named(exc)], 0
         checked = 0
+        at: ObjectID | None = head
         deadline = time.monotonic() + budget
-        at = self.head()
         while at is not None and len(bad) < 5 and time.monotonic() < deadline:
             try:
                 commit = self.repo[at]
-            except Exception:  # noqa: BLE001 (any failure to read it is the finding)
-                bad.append(at.decode())
+                assert isinstance(commit, Commit)
+                parent = commit.parents[0] if commit.parents else None
+                bad += [sha.decode() for sha in self._blobs_changed(self._tree_of(parent),
+                                                                     commit.tree)
+                        if sha not in store]
+            except KeyError as exc:
+                bad.append(_named(exc))
                 break
-            assert isinstance(commit, Commit)
             checked += 1
-            todo = [commit.tree]
-            while todo and len(bad) < 5:
-                tree_id = todo.pop()
-                if tree_id in seen:
-                    continue
-                seen.add(tree_id)
-                try:
-                    tree = self.repo[tree_id]
-                except Exception:  # noqa: BLE001
-                    bad.append(tree_id.decode())
-                    continue
-                assert isinstance(tree, Tree)
-                for entry in tree.iteritems():
-                    if entry.mode == DIR_MODE:
-                        todo.append(entry.sha)
-                    elif entry.sha not in seen:
-                        seen.add(entry.sha)
-                        if entry.sha not in store:
-                            bad.append(entry.sha.decode())
-            at = commit.parents[0] if commit.parents else None
-        return bad[:5], checked
+            at = parent
+        return list(dict.fromkeys(bad))[:5], checked
+
+    def _object_ids(self) -> set[bytes]:
+        """The ids of every object the repository holds, loose or packed (one listing: far
+        cheaper than asking the store about each)."""
+        found: set[bytes] = set()
+        for folder in (self.path / "objects").glob("[0-9a-f][0-9a-f]"):
+            found.update((folder.name + name).encode() for name in os.listdir(folder)
+                         if len(name) == 38)
+        for pack in self.repo.object_store.packs:
+            found.update(pack.index)
+        return found
+
+    def _blobs_changed(self, old: bytes | None, new: bytes | None) -> Iterator[ObjectID]:
+        """The blobs on either side of two trees that differ (both the bytes a change
+        replaced and the new ones), descending only into subtrees that differ."""
+        if old == new:
+            return
+        before = self._cached(old) if old is not None else {}
+        after = self._cached(new) if new is not None else {}
+        for name in before.keys() | after.keys():
+            one, two = before.get(name), after.get(name)
+            if one == two:
+                continue
+            dirs = [binascii.hexlify(e[1]) if e and e[0] == DIR_MODE else None
+                    for e in (one, two)]
+            if dirs[0] is not None or dirs[1] is not None:
+                yield from self._blobs_changed(dirs[0], dirs[1])
+            for entry, folder in ((one, dirs[0]), (two, dirs[1])):
+                if entry is not None and folder is None:
+                    yield ObjectID(binascii.hexlify(entry[1]))
 
     def head(self) -> ObjectID | None:
         try:
@@ -304,3 +336,9 @@ class HistoryRepo:
             out.append((path.decode(), old.sha if old is not None and old.sha else None,
                         new.sha if new is not None and new.sha else None))
         return out
+
+
+def _named(exc: KeyError) -> str:
+    """The id of the object a KeyError of dulwich's names."""
+    found = exc.args[0] if exc.args else b"?"
+    return found.decode(errors="replace") if isinstance(found, bytes) else str(found)
