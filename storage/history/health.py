@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.history.history import history_path
 from storage.history.pending import PENDING_NAME, Pending, why
 from storage.history.repo import STALE_LOCK_SECONDS, HistoryRepo
 
@@ -88,6 +89,19 @@ def inspect_all(base: Path, *, budget: float = 10.0) -> list[HistoryState]:
     folders = _histories(base)
     each = max(0.2, budget / max(1, len(folders)))
     return [inspect(folder, budget=each) for folder in folders]
+
+
+def vaults_behind(base: Path) -> list[Path]:
+    """The vaults whose histories under `base` hold changes to record (a starting `brain
+    serve` or `brain mcp` watches them, so its rescan records them without waiting for a
+    request): each as its pending file names it, if that is the vault the folder is for."""
+    found = []
+    for folder in _histories(base):
+        vault = Pending(folder).vault_named()
+        if vault is not None and vault.is_dir() and not vault.is_symlink() \
+                and history_path(base, vault) == folder:
+            found.append(vault)
+    return found
 
 
 def behind(base: Path) -> list[str]:

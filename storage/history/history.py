@@ -69,7 +69,7 @@ class History:
         self.path = path
         self.vault = vault
         self._repo: HistoryRepo | None = None
-        self.pending = Pending(path)
+        self.pending = Pending(path, vault.root)
         self._told: tuple[str | None, float] = (None, 0.0)  # the last failure logged, when
 
     @property

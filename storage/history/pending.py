@@ -74,18 +74,19 @@ class Pending:
     """The late changes of one vault's history (a file, and in memory what the file could
     not take)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, vault: Path | None = None) -> None:
         self.path = folder / PENDING_NAME
+        self.vault = vault  # kept with each line: a process that starts finds the vault
         self._unsaved: list[Late] = []
         self._why: str | None = None
 
     def add(self, late: Late, reason: str) -> None:
         self._why = reason
+        line = {**asdict(late), "why": reason, "vault": str(self.vault or "")}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps({**asdict(late), "why": reason},
-                                        ensure_ascii=False) + "\n")
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         except OSError:  # the disk refuses this too: this process still records it later
             self._unsaved.append(late)
 
@@ -116,6 +117,12 @@ class Pending:
 
     def count(self) -> int:
         return len(self._lines()) + len(self._unsaved)
+
+    def vault_named(self) -> Path | None:
+        """The vault whose changes wait here, as the lines name it."""
+        lines = self._lines()
+        named = lines[-1].get("vault") if lines else None
+        return Path(named) if isinstance(named, str) and named else None
 
     def reason(self) -> str | None:
         """Why the history fell behind (this process's last failure, else the file's)."""

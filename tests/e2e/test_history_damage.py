@@ -1,12 +1,13 @@
 """A locked history under a real `brain serve --http` (issue 31): a lock file a dead writer
 left in the vault's history repository. DMs signed as Slack signs them are each filed once and
 answered once; `/health` says the history is behind (503) until the lock is a minute old,
-when the server clears it and records the late changes, which `brain history` then lists.
-On both databases."""
+when the server clears it and records the late changes, which `brain history` then lists; a
+server that stopped while behind records them when it starts again. On both databases."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -104,9 +105,35 @@ async def test_a_locked_history_files_each_dm_once_and_records_them_late(
         assert sorted(p for c in created for p in c["paths"]) == vault_files(vault)
         assert sum("recorded late" in c["summary"] for c in created) == 3
         assert len(vault_files(vault)) == 4 and len(fake.replies()) == 4
+
+        # Locked again, one more DM, and the server stops before the lock is stale.
+        lock.write_bytes(b"")
+        last = message_event("Renew the car insurance before the 20th",
+                             ts="1767262000.000100", event_id="Ev0HD0000009")
+        assert (await send.event(last))[0] == 200
+        await fake.wait_for_reply(5, timeout=DEADLINE)
+        await idle(send)
+        assert (await health(url))[0] == 503
     finally:
         await send.close()
         code = await stop(proc)
     assert code == 0
     _out, err = await proc.communicate()
     assert b"Traceback" not in err, err.decode()[-3000:]
+
+    # The next start records it with no request to wake it (its vault is watched at once).
+    os.utime(lock, (old, old))
+    proc = await brain("serve", "--http", "--host", "127.0.0.1", "--port", str(port),
+                       env=env, cwd=tmp_path)
+    try:
+        async def started_and_healthy() -> bool:
+            with contextlib.suppress(aiohttp.ClientError):
+                return (await health(url))[0] == 200
+            return False
+
+        await until(started_and_healthy, "the restarted server did not record the change")
+        created = [c for c in history_of(data, cli_env) if c["action"] == "create"]
+        assert sorted(p for c in created for p in c["paths"]) == vault_files(vault)
+        assert len(vault_files(vault)) == 5 and len(fake.replies()) == 5
+    finally:
+        assert await stop(proc) == 0
