@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.errors import InvalidValue, NotFound
-from storage.history.context import collected, collecting, current_origin
+from storage.history.context import collected, current_origin
 from storage.history.pending import Late, Pending, why
 from storage.history.repo import HistoryRepo, blob_id
 from storage.types import TRASH_DIR, Change
@@ -178,7 +178,8 @@ class History:
             self._fell_behind(late, exc)
             return None
 
-    def record_now(self, late: Late, *, when: int | None = None) -> Change | None:
+    def record_now(self, late: Late, *, when: int | None = None,
+                   collect: bool = True) -> Change | None:
         """Record one change now; raises when the history cannot be written."""
         self.ensure()
         files = self._differs(late.paths)
@@ -186,7 +187,7 @@ class History:
             return None
         return self._commit(files, late.action, late.summary, who=late.who, source=late.source,
                             moved=late.moved, undoes=late.undoes, when=when,
-                            new_folders=late.new_folders)
+                            new_folders=late.new_folders, collect=collect)
 
     def catch_up(self) -> int:
         """Record the changes kept for later (in their order, with their files as they are
@@ -194,9 +195,9 @@ class History:
         if not self.pending.behind:
             return 0
         late = self.pending.entries()
-        with collecting():  # not the Undo of the turn that happens to record them
-            for entry in late:
-                self.record_now(replace(entry, summary=entry.summary + LATE), when=entry.at)
+        for entry in late:  # not part of the turn that happens to record them (its Undo)
+            self.record_now(replace(entry, summary=entry.summary + LATE), when=entry.at,
+                            collect=False)
         self.pending.done()
         log.info("history: %d change(s) recorded late", len(late))
         return len(late)
@@ -222,7 +223,7 @@ class History:
     def _commit(self, files: dict[str, bytes | None], action: str, summary: str, *,
                 who: str, source: str, moved: tuple[tuple[str, str], ...] = (),
                 undoes: str | None = None, when: int | None = None,
-                new_folders: tuple[str, ...] = ()) -> Change:
+                new_folders: tuple[str, ...] = (), collect: bool = True) -> Change:
         at = datetime.now(UTC) if when is None else datetime.fromtimestamp(when, UTC)
         meta = {"action": action, "who": who, "source": source, "summary": summary,
                 "paths": sorted(files), "moved": [list(m) for m in moved], "undoes": undoes,
@@ -236,7 +237,7 @@ class History:
                         paths=tuple(sorted(files)), moved=moved, undoes=undoes,
                         new_folders=new_folders)
         self._append(change)
-        if action not in (OUTSIDE, START):
+        if collect and action not in (OUTSIDE, START):
             collected(change.id)
         return change
 

@@ -32,6 +32,7 @@ COMMITTER = b"Second Brain <brain@localhost>"
 # A lock file this old is left by a writer that stopped (git's own rule of thumb): every
 # writer holds the vault's lock while it commits, so under that lock nobody live holds it.
 STALE_LOCK_SECONDS = 60.0
+LOCKS = ("refs/heads/main.lock", "HEAD.lock", "packed-refs.lock")  # what a commit may meet
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,14 @@ class HistoryRepo:
     # --- locks and health ---------------------------------------------------------------------
 
     def lock_files(self) -> list[tuple[Path, float]]:
-        """(lock file, its age in seconds) of the files git locks while writing them."""
+        """(lock file, its age in seconds) of the files a commit writes (a few stats: this
+        runs before every commit)."""
         found = []
         now = time.time()
-        for pattern in ("*.lock", "refs/**/*.lock"):
-            for path in self.path.glob(pattern):
-                with contextlib.suppress(FileNotFoundError):
-                    found.append((path, now - path.stat().st_mtime))
+        for name in LOCKS:
+            path = self.path / name
+            with contextlib.suppress(FileNotFoundError):
+                found.append((path, now - path.stat().st_mtime))
         return found
 
     def clear_stale_locks(self) -> list[str]:
