@@ -8,7 +8,8 @@ Makes a synthetic vault (bench/gen_vault.py), indexes it, then times over it:
   difference; target <= 20 ms at 10k notes);
 - `brain history NOTE` / the vault's last 20 changes after `--changes` commits (target <= 0.3 s),
   in-process and as a whole `brain history` process;
-- `Store.undo` of the last change.
+- `Store.undo` of the last change;
+- `brain doctor`'s check that every object the history's commits need is there.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.history import History  # noqa: E402
+from storage.history.health import inspect  # noqa: E402
 from storage.store import Store  # noqa: E402
 from storage.vault import Vault  # noqa: E402
 
@@ -110,6 +112,13 @@ async def main(notes: int, changes: int, url: str | None, direct: bool) -> None:
     started = time.perf_counter()
     await kept.undo()
     print(f"undo of the last change: {ms(time.perf_counter() - started)}")
+
+    for budget in (5.0, 3600.0):  # doctor's budget, then the whole history
+        started = time.perf_counter()
+        state = inspect(work / "history", budget=budget)
+        print(f"`brain doctor`'s look at the history (budget {budget:.0f} s): "
+              f"{time.perf_counter() - started:.2f} s, the objects of {state.checked:,} of "
+              f"{state.commits:,} commits checked ({state.problem or 'sound'})")
     await db.close()
 
 

@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from bot.saving import Saver
     from bot.tool_calls import ToolCalls
     from bot.turn_runner import TurnRunner
+    from storage.history.health import HistoryState
     from storage.meaning import Meaning
     from storage.receipts import Receipts
 
-__all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp"]
+__all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp", "history_states"]
 
 
 class Brain:
@@ -211,3 +212,10 @@ def clean_vault_temp(root: Path) -> list[str]:
 def broken_notes(root: Path) -> list[tuple[str, str]]:
     """(path, why) of the notes under `root` whose frontmatter is not read (`brain doctor`)."""
     return Vault(root).broken_notes()
+
+
+def history_states(data_dir: Path) -> list[HistoryState]:
+    """Each vault history under the data directory, looked at closely (`brain doctor`)."""
+    from storage.history.health import inspect_all
+
+    return inspect_all(data_dir / "history")

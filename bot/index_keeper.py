@@ -78,6 +78,19 @@ class IndexKeeper:
             self._keep(store)
         return store
 
+    def history_behind(self) -> list[str]:
+        """Why, for each vault history holding changes it could not record yet (`/health`):
+        its file beside the repository, or what this process could not even write there."""
+        from storage.history.health import behind
+
+        found = behind(self.history_root)
+        for store in self._stores:
+            history = store.history
+            if history is not None and history.pending.unsaved and \
+                    not history.pending.path.is_file():
+                found.append(history.trouble or "changes not recorded yet")
+        return found
+
     def forget(self, store: Store) -> None:
         if store in self._stores:
             self._stores.remove(store)
@@ -85,13 +98,19 @@ class IndexKeeper:
             self.indexer.unwatch(store.index.key)
 
     def keep_fresh(self) -> None:
-        """Start the background indexer (and the model's loading) in this event loop."""
+        """Start the background indexer (and the model's loading) in this event loop. Vaults
+        whose history holds changes it could not record are watched from the start, so
+        their first rescan records them."""
         if self.indexer is None:
+            from storage.history.health import vaults_behind
             from storage.indexer import Indexer
 
             self.indexer = Indexer(self.db, self.meaning)
             for store in self._stores:
                 self._keep(store)
+            for root in vaults_behind(self.history_root):
+                if all(store.vault.root != root for store in self._stores):
+                    self.store(root)
         self.indexer.start()
 
     def _keep(self, store: Store) -> None:

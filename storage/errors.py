@@ -94,3 +94,9 @@ def unwritable(exc: BaseException) -> str | None:
                     return f"the database says: {phrase}"
         todo += [current.__cause__, current.__context__, getattr(current, "orig", None)]
     return None
+
+class HistoryFailed(StorageError):
+    """The vault's history cannot be written or read (a held lock, a missing object): an undo
+    that would need it is refused before anything changes."""
+
+    code = "history"

@@ -53,12 +53,13 @@ def write_atomic(path: Path, text: str | bytes) -> None:
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
 
 
-def _claim_and_replace(folder: Path, stem: str, tmp: str, suffix: str = ".md") -> Path:
+def _claim_and_replace(folder: Path, stem: str, tmp: str, suffix: str = ".md",
+                       sep: str = "-") -> Path:
     """The fallback without hard links: reserve a free name (O_EXCL), then rename the whole
     temp file over it. A crash in between can leave an empty note; it is the best such a file
     system allows."""
     for number in range(1, MAX_SUFFIX):
-        path = folder / numbered(stem, number, suffix)
+        path = folder / numbered(stem, number, suffix, sep)
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except FileExistsError:
@@ -79,14 +80,21 @@ def first_free(folder: Path, stem: str, taken: Collection[str] = (),
     raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
 
 
-def numbered(stem: str, number: int, suffix: str) -> str:
-    return f"{stem}{suffix}" if number == 1 else f"{stem}-{number}{suffix}"
+def numbered(stem: str, number: int, suffix: str, sep: str = "-") -> str:
+    return f"{stem}{suffix}" if number == 1 else f"{stem}{sep}{number}{suffix}"
+
+
+def name_sep(stem: str) -> str:
+    """How a numbered copy of a name is written in the name's own style: `budget-2` for a
+    slug (lowercase, no spaces: the app's), `Combining Filters 2` or `Plan 2` for a name a
+    person wrote (as Obsidian numbers them)."""
+    return "-" if stem == stem.lower() and " " not in stem else " "
 
 
 def write_new(folder: Path, stem: str, text: str | bytes, taken: Collection[str] = (),
-              suffix: str = ".md") -> Path:
+              suffix: str = ".md", sep: str = "-") -> Path:
     """A new note appears whole or not at all: the text goes to a temp file (fsynced), which is
-    then hard-linked to the first free name `stem.md`, `stem-2.md`, ... (a link never replaces
+    then hard-linked to the first free name `stem.md`, `stem-2.md` (`sep`), ... (a link never replaces
     an existing file; a stem in `taken`, case-folded, is skipped too), and the temp name is
     removed. After a `kill -9` at any point there is
     either no note or the whole note, plus at most a hidden temp file that `clean_temp` removes.
@@ -100,7 +108,7 @@ def write_new(folder: Path, stem: str, text: str | bytes, taken: Collection[str]
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
         for number in range(1, MAX_SUFFIX):
-            path = folder / numbered(stem, number, suffix)
+            path = folder / numbered(stem, number, suffix, sep)
             if taken and path.stem.casefold() in taken:
                 continue
             try:
@@ -110,7 +118,7 @@ def write_new(folder: Path, stem: str, text: str | bytes, taken: Collection[str]
             except OSError as exc:
                 if exc.errno not in _NO_LINKS:
                     raise
-                return _claim_and_replace(folder, stem, tmp, suffix)
+                return _claim_and_replace(folder, stem, tmp, suffix, sep)
             return path
         raise InvalidValue(f"too many notes named {stem!r} in {folder.name}")
     finally:
@@ -124,7 +132,8 @@ def relocate(path: Path, target: Path) -> Path:
     one file, never an empty or a lost one)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     for number in range(1, MAX_SUFFIX):
-        candidate = target.parent / numbered(target.stem, number, target.suffix)
+        candidate = target.parent / numbered(target.stem, number, target.suffix,
+                                             name_sep(target.stem))
         try:
             os.link(path, candidate)
         except FileExistsError:

@@ -82,22 +82,20 @@ def extract_links(body: str) -> list[WikiLink]:
     return links
 
 
-def retarget(text: str, points_here: Callable[[str], bool], new_target: str) -> str:
-    """`text` with every wikilink whose target `points_here` aimed at `new_target` instead,
-    its heading, alias and embed mark kept (what Obsidian does to links on a rename); the
-    rest of the text byte for byte."""
+def retarget(text: str, new_target: Callable[[str], str | None]) -> str:
+    """`text` with each wikilink whose target `new_target` gives a new one for aimed there
+    instead: only the target's characters change (heading, alias, embed mark and spacing
+    stay), as Obsidian does to links on a rename; every other byte as it was."""
     lines = text.splitlines(keepends=True)
     edits: dict[int, list[tuple[int, int, str]]] = {}
     for number, raw, match in _scan(text):
         inner = raw[match.start(2):match.end(2)]
-        target, heading, alias = _parse_inner(inner)
-        if not target or not points_here(target):
+        target = _parse_inner(inner)[0]
+        aimed = new_target(target) if target else None
+        if aimed is None:
             continue
-        new = new_target + (f"#{heading}" if heading is not None else "") \
-            + (f"|{alias}" if alias is not None else "")
-        if "\\|" in inner:  # inside a table the bar stays escaped
-            new = new.replace("|", "\\|", 1)
-        edits.setdefault(number, []).append((match.start(2), match.end(2), new))
+        start = match.start(2) + inner.index(target)  # after any spaces before it
+        edits.setdefault(number, []).append((start, start + len(target), aimed))
     for number, spans in edits.items():
         line = lines[number]
         for start, end, new in reversed(spans):

@@ -17,8 +17,7 @@ import asyncio
 import builtins
 import contextlib
 import time
-from collections.abc import Callable, Collection, Iterable
-from pathlib import PurePosixPath
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -26,16 +25,17 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from storage import ids, relink
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
-from storage.history import Change, History
-from storage.history.context import wrote
+from storage.history import History
 from storage.index import SearchIndex
 from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.locks import index_lock, write_lock
 from storage.meaning import Meaning
 from storage.paths import slugify
+from storage.recorded import Recorded
 from storage.text import clean_text
 from storage.types import (
+    TRASH_DIR,
     BacklinkList,
     Entry,
     EntryList,
@@ -44,7 +44,7 @@ from storage.types import (
     RefreshStats,
     VaultSummary,
 )
-from storage.vault import Vault
+from storage.vault import ATTACHMENTS, Vault
 
 # A rescan that took long is not repeated within this many seconds (per process and vault);
 # a cheap one (small vault) always runs, so an outside edit is seen by the very next query.
@@ -56,7 +56,7 @@ def _looks_like_path(ref: str) -> bool:
     return "/" in ref or "\\" in ref or ref.startswith(".") or ref.lower().endswith(".md")
 
 
-class Store:
+class Store(Recorded):
     """One user's vault over the shared database.
 
     fresh_within: reads trust an index fully rescanned (by anyone in this process) within
@@ -111,11 +111,12 @@ class Store:
     async def _outside(self, stats: RefreshStats) -> None:
         """Files a rescan found changed that the app did not write: an "outside edit" in the
         history (after the index lock is let go: a writer holds the vault lock, then wants it)."""
-        if self.history is not None and stats.changed:
+        if self.history is not None and (stats.changed or self.history.pending.behind):
             history = self.history
             async with self._changing():
-                await history.ready()
-                await asyncio.to_thread(history.outside, stats.changed)
+                await history.ready()  # with the changes it could not record before
+                if stats.changed:
+                    await asyncio.to_thread(history.outside, stats.changed)
 
     async def drop_vectors(self) -> int:
         """Forget every vector of this vault, any model's (`brain forget`: kept by text hash)."""
@@ -283,18 +284,6 @@ class Store:
         """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""
         return await relink.link_to(self.db, self.index.key, rel)
 
-    async def _before(self, rels: Iterable[str]) -> None:
-        # A few files' hashes and a small commit (~4 ms): inline, as the write itself is.
-        if self.history is not None:
-            await self.history.ready()
-            self.history.before(list(rels))
-
-    async def _record(self, action: str, summary: str, rels: Iterable[str],
-                      moved: Iterable[tuple[str, str]] = ()) -> None:
-        wrote()  # counted against the turn's or session's cap, whatever the history does
-        if self.history is not None:
-            self.history.record(action, summary, list(rels), moved=tuple(moved))
-
     async def create(self, category: str, name: str, fields: dict[str, Any],
                      body: str, *, entry_id: str | None = None) -> Entry:
         return (await self.create_once(category, name, fields, body, entry_id=entry_id))[0]
@@ -321,9 +310,11 @@ class Store:
                 await self._before([])
                 taken = await relink.stems_taken(self.db, self.index, slugify(name)
                                                  if isinstance(name, str) else "")
+                folders = self.vault.absent_folders(f"{category}/-")
                 entry = await ids.create(self.vault, claim, category, name, fields, body,
                                          entry_id=entry_id, taken=taken)
-                await self._record("create", f"{entry.name} in {category}", [entry.path])
+                await self._record("create", f"{entry.name} in {category}", [entry.path],
+                                   new_folders=folders)
                 await self._touched([entry.path])
         return entry, made
 
@@ -343,13 +334,15 @@ class Store:
             rel = await self._current(ref)
             sources = await relink.linking(self.db, self.index.key, rel)
             await self._before([rel, *sources])
-            result = self.vault.move(rel, category, await relink.stems_taken(
-                self.db, self.index, PurePosixPath(rel).stem))
-            relinked = await relink.relink(self.db, self.vault, self.index.key, sources,
+            folders = self.vault.absent_folders(f"{category}/-")
+            result = self.vault.move(rel, category, await relink.names_blocked(
+                self.db, self.vault, self.index.key, rel, category))
+            relinked = await relink.relink(self.db, self.vault, self.index.key,
+                                           [*sources, result.new_path],  # and its own links
                                            result.old_path, result.new_path)
             await self._record("move", f"{result.entry.name} to {category}",
                                [result.old_path, result.new_path, *relinked],
-                               [(result.old_path, result.new_path)])
+                               [(result.old_path, result.new_path)], folders)
         await self._touched([result.old_path, result.new_path, *relinked])
         return result
 
@@ -357,8 +350,9 @@ class Store:
         """Keep a shared file in the vault (`attachments/`); returns its path."""
         async with self._changing():
             await self._before([])
+            made = self.vault.absent_folders(f"{ATTACHMENTS}/-")
             rel = self.vault.attach(name, data)
-            await self._record("attach", rel, [rel])
+            await self._record("attach", rel, [rel], new_folders=made)
         return rel
 
     async def trash(self, ref: str) -> str:
@@ -366,34 +360,9 @@ class Store:
             rel = await self._current(ref)
             await self._before([rel])
             name = self.vault.read(rel).name
+            made = self.vault.absent_folders(f"{TRASH_DIR}/{rel}")
             trashed = self.vault.trash(rel)
             await self._record("trash", f"{name} to the trash",
-                               [rel, trashed], [(rel, trashed)])
+                               [rel, trashed], [(rel, trashed)], made)
         await self._touched([rel])
         return trashed
-
-    # --- history ----------------------------------------------------------------------------
-
-    def _kept(self) -> History:
-        if self.history is None:
-            raise InvalidValue("this vault keeps no history")
-        return self.history
-
-    async def changes(self, ref: str | None = None, limit: int = 50) -> builtins.list[Change]:
-        """Newest first: the vault's changes, or one note's (followed through its moves)."""
-        history = self._kept()
-        await self._fresh()  # outside edits the rescan finds are in the list
-        rel = await self.resolve(ref) if ref else None
-        async with self._changing():
-            await asyncio.to_thread(history.ensure)
-        return await asyncio.to_thread(history.of_note, rel, limit)
-
-    async def undo(self, change: str | None = None) -> Change:
-        """Put back the files of one change (default: the app's last); ChangedSince when any
-        of them changed after it."""
-        history = self._kept()
-        await self._fresh()
-        async with self._changing():
-            done = await asyncio.to_thread(history.undo, change)
-        await self._touched(list(done.paths))
-        return done

@@ -172,12 +172,14 @@ class Change:
     paths: tuple[str, ...]
     moved: tuple[tuple[str, str], ...] = ()
     undoes: str | None = None
+    new_folders: tuple[str, ...] = ()  # folders the change made (its undo removes them if empty)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["paths"] = list(self.paths)
         out["moved"] = [list(m) for m in self.moved]
+        out["new_folders"] = list(self.new_folders)
         out.pop("extra")
         return out
 
@@ -188,7 +190,8 @@ class Change:
                    summary=str(data.get("summary", "")),
                    paths=tuple(str(p) for p in data.get("paths", ())),
                    moved=tuple((str(a), str(b)) for a, b in data.get("moved", ())),
-                   undoes=data.get("undoes"))
+                   undoes=data.get("undoes"),
+                   new_folders=tuple(str(f) for f in data.get("new_folders", ())))
 
 
 # A person's id is also their vault folder's name (`<root>/<id>`), so it may not name any

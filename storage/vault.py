@@ -20,6 +20,7 @@ from storage.files import (
     TEMP_NAME,
     clean_temp,
     first_free,
+    name_sep,
     relocate,
     remove_old,
     write_atomic,
@@ -344,8 +345,10 @@ class Vault:
             write_atomic(path, new_text)
             return MoveResult(old_rel, old_rel, category, self._entry(old_rel,
                                                                       parse_note(new_text)))
-        target = write_new(self.root / category, slugify(path.stem), new_text,
-                           {t for t in taken if t != path.stem.casefold()})
+        # The file keeps its name (slugs are for the notes the app makes), or the first of
+        # `Name 2`, `Name 3`, ... that is not `taken` (storage/relink.py `names_blocked`).
+        target = write_new(self.root / category, path.stem, new_text, taken,
+                           suffix=path.suffix, sep=name_sep(path.stem))
         path.unlink()
         new_rel = self.relpath(target)
         return MoveResult(old_rel, new_rel, category, self._entry(new_rel, parse_note(new_text)))
@@ -375,6 +378,13 @@ class Vault:
             raise NotFound(f"no note at {inner!r} in the trash")
         original = self.relpath(path).split("/", 1)[1]
         return self._relocate(path, self.resolve(original))
+
+    def absent_folders(self, rel: str) -> list[str]:
+        """The folders above `rel` that do not exist yet, outermost first (a change that
+        makes them says so, and its undo removes them again when they are left empty)."""
+        parts = PurePosixPath(rel).parts[:-1]
+        folders = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+        return [f for f in folders if not (self.root / f).is_dir()]
 
     def _relocate(self, path: Path, target: Path) -> str:
         return self.relpath(relocate(path, target))

@@ -4,6 +4,7 @@ vault, newest first, and putting one back (storage/history)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from bot.commands.common import Opened, add_common
@@ -30,8 +31,15 @@ def _print_history(changes: list[Change]) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    return _verb(args, lambda v: v.store.changes(args.ref, limit=args.limit), _print_history,
-                 lambda changes: [c.to_dict() for c in changes])
+    async def listed(v: Opened) -> list[Change]:
+        changes = await v.store.changes(args.ref, limit=args.limit)
+        trouble = v.store.history_trouble()
+        if trouble:  # the list is not the whole story yet: say why (stderr, also with --json)
+            print(f"brain: the history is behind: {trouble}; they are recorded once it can "
+                  "be written (`brain doctor` says more)", file=sys.stderr)
+        return changes
+
+    return _verb(args, listed, _print_history, lambda changes: [c.to_dict() for c in changes])
 
 
 def _print_undo(change: Change) -> None:

@@ -164,6 +164,7 @@ async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> 
     checks.append(_meaning_check(settings))
     checks.append(_readers_check(settings))
     checks.extend(await _data_checks(settings))
+    checks.append(_history_check(settings))
     return checks
 
 
@@ -343,6 +344,32 @@ def _notes_check(settings: Settings) -> Any:
                  f"(indexed as text): {shown}{more}", "fix the YAML between the --- lines by "
                  "hand (no *aliases, plain key: value lines; a long text belongs in the body, "
                  "below the second ---)", warn=True)
+
+
+def _history_check(settings: Settings) -> Any:
+    """The vaults' histories (storage/history): can each be written, is each whole? A change
+    it cannot record stands and is recorded late; an undo that needs it is refused."""
+    from bot.brain import history_states
+    from bot.slack.doctor import Check
+
+    states = history_states(settings.data_dir.resolve())
+    bad = [s for s in states if s.problem]
+    if bad:
+        shown = "; ".join(f"{s.name}: {s.problem}" for s in bad[:3])
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        return Check("History", False, f"{len(bad)} of {len(states)} vault histories cannot "
+                     f"be written or are damaged: {shown}{more}", bad[0].fix)
+    noted = [s for s in states if s.note]
+    if noted:
+        return Check("History", True, "; ".join(f"{s.name}: {s.note}" for s in noted[:3]),
+                     noted[0].fix, warn=True)
+    if not states:
+        return Check("History", True, "no vault history yet")
+    checked, commits = sum(s.checked for s in states), sum(s.commits for s in states)
+    part = (f" (the newest {checked:,} of {commits:,} changes checked in the time given)"
+            if checked < commits else "")
+    return Check("History", True, f"{len(states)} vault histories can be written, none "
+                 f"damaged{part}")
 
 
 def _safe_url(url: str) -> str:

@@ -341,7 +341,8 @@ def register(sub: Any) -> None:  # argparse subparsers
     add_common(p)
     p.set_defaults(handler=cmd_update)
 
-    p = sub.add_parser("move", help="move a note to another category")
+    p = sub.add_parser("move", help="move a note to another category's folder (it keeps its "
+                                     "file name; links that would no longer reach it follow)")
     p.add_argument("ref", metavar="PATH_OR_ID")
     p.add_argument("category", choices=CATEGORIES)
     add_common(p)

@@ -265,6 +265,15 @@ class SlackBot:
                 "ack_ms_p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2),
                 "ack_ms_max": round(ordered[-1], 2), "acks": len(ordered)}
 
+    async def _history_health(self) -> dict[str, Any] | None:
+        """The vaults' histories holding changes they could not record (a lock a dead writer
+        left, a damaged repository): the notes are kept, but not yet undoable (no names)."""
+        behind = await asyncio.to_thread(self.brain.keeper.history_behind)
+        if not behind:
+            return None
+        return {"ok": False, "vaults_behind": len(behind), "why": behind[0],
+                "fix": "see `brain doctor`"}
+
     async def health(self, request: web.Request) -> web.Response:
         """Liveness and readiness: the database answers; how much work waits; ack speed;
         503 with the reason when the vault or the database cannot be written."""
@@ -273,6 +282,10 @@ class SlackBot:
         except Exception as exc:
             log.warning("health: the database does not answer: %s", exc)
             return web.json_response({"ok": False, "error": "database unavailable"}, status=503)
+        history = await self._history_health()
+        if history is not None:
+            return web.json_response({"ok": False, "history": history, "jobs": counts},
+                                     status=503)
         helpers = {} if self.helpers is None else {"helpers": self.helpers.status()}
         body: dict[str, Any] = {"ok": True, "running_here": self.worker.busy, "jobs": counts,
                                 **helpers, **self.ack_stats()}

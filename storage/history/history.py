@@ -1,11 +1,14 @@
-"""One vault's history: record each change as a commit, list them, undo any of them.
+"""One vault's history: record each change as a commit, list them (storage/history/undo.py
+undoes any of them).
 
 Every method that writes runs under the vault's lock (the Store takes it), so two processes,
 or two replicas, never interleave: the history is one line. The files are the truth; before
 the app changes a file it first records, as an "outside edit", whatever changed that file
 since the history last saw it (Obsidian, a `git pull`), so an undo restores exactly what was
 there. The list of changes is kept in `changes.jsonl` beside the repository, a cache that the
-commits' own messages rebuild when it falls behind (a crash between the two writes).
+commits' own messages rebuild when it falls behind (a crash between the two writes). A change
+the history cannot record when it is made (a lock left by a writer that died, a damaged
+repository) stands in the vault and is recorded late (storage/history/pending.py).
 """
 
 from __future__ import annotations
@@ -14,18 +17,19 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dulwich.objects import ObjectID
-
-from storage.errors import ChangedSince, InvalidValue, NotFound
-from storage.files import write_atomic
+from storage.errors import InvalidValue, NotFound
 from storage.history.context import collected, current_origin
+from storage.history.pending import Late, Pending, why
 from storage.history.repo import HistoryRepo, blob_id
 from storage.types import TRASH_DIR, Change
 from storage.vault import Vault
@@ -33,8 +37,13 @@ from storage.vault import Vault
 TRAILER = "brain-change: "
 LOG_NAME = "changes.jsonl"
 OUTSIDE = "outside edit"
+OUTSIDE_SUMMARY = "file(s) changed outside the app"
+RETELL_SECONDS = 600.0  # the same failure is logged again after this long
+LATE = " (recorded late: the history could not be written then)"
 START = "start of history"
 UNDO = "undo"
+
+log = logging.getLogger(__name__)
 
 
 def history_path(base: Path, vault_root: Path) -> Path:
@@ -60,6 +69,8 @@ class History:
         self.path = path
         self.vault = vault
         self._repo: HistoryRepo | None = None
+        self.pending = Pending(path, vault.root)
+        self._told: tuple[str | None, float] = (None, 0.0)  # the last failure logged, when
 
     @property
     def repo(self) -> HistoryRepo:
@@ -79,7 +90,7 @@ class History:
 
     # --- the files -------------------------------------------------------------------------
 
-    def _disk(self, rel: str) -> bytes | None:
+    def disk(self, rel: str) -> bytes | None:
         try:
             return (self.vault.root / rel).read_bytes()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -90,7 +101,7 @@ class History:
         head = self.repo.head()
         out: dict[str, bytes | None] = {}
         for rel in dict.fromkeys(rels):
-            data = self._disk(rel)
+            data = self.disk(rel)
             if (blob_id(data) if data is not None else None) != self.repo.blob_at(head, rel):
                 out[rel] = data
         return out
@@ -98,9 +109,17 @@ class History:
     # --- recording (under the vault lock) ----------------------------------------------------
 
     async def ready(self) -> None:
-        """The first snapshot taken (off the event loop: it reads every note)."""
-        if not self.started:
-            await asyncio.to_thread(self.ensure)
+        """The first snapshot taken (off the event loop: it reads every note) and the late
+        changes recorded; never raises (what cannot be done now waits for the next time)."""
+        if not self.started or self.pending.behind:
+            await asyncio.to_thread(self.settle)
+
+    def settle(self) -> None:
+        try:
+            self.catch_up()
+            self.ensure()
+        except Exception as exc:  # noqa: BLE001 (the vault is the truth; the history lags)
+            self._fell_behind(None, exc)
 
     def ensure(self) -> None:
         """The first snapshot of the vault, as it is, the first time history is needed."""
@@ -108,51 +127,117 @@ class History:
             return
         rels = [rel for rel, _m, _s in self.vault.scan()] + list(_trash_files(self.vault))
         files: dict[str, bytes | None] = {
-            rel: data for rel in rels if (data := self._disk(rel)) is not None}
+            rel: data for rel in rels if (data := self.disk(rel)) is not None}
         self._commit(files, START, f"the vault as it was ({len(files)} notes)", who="app",
                      source="app")
 
     def before(self, rels: Iterable[str]) -> Change | None:
-        """Record what changed outside the app in these files before the app changes them."""
-        self.ensure()
-        return self.outside(rels)
+        """Record what changed outside the app in these files before the app changes them.
+        Never raises: when the history cannot be written the app's change still goes ahead
+        (it is recorded late, with these files as they are then)."""
+        try:
+            self.catch_up()
+            return self._outside_now(rels)
+        except Exception as exc:  # noqa: BLE001 (the vault is the truth; the history lags)
+            self._fell_behind(None, exc)
+            return None
 
     def outside(self, rels: Iterable[str]) -> Change | None:
-        """An "outside edit" change for the files among `rels` that differ from the head."""
+        """An "outside edit" change for the files among `rels` that differ from the head (a
+        rescan found them); kept to record late when the history cannot be written now."""
+        rels = list(rels)
+        try:
+            self.catch_up()
+            return self._outside_now(rels)
+        except Exception as exc:  # noqa: BLE001
+            self._fell_behind(Late(OUTSIDE, OUTSIDE_SUMMARY, tuple(rels), "outside", "files",
+                                   int(time.time())), exc)
+            return None
+
+    def _outside_now(self, rels: Iterable[str]) -> Change | None:
         self.ensure()
         files = self._differs(rels)
         if not files:
             return None
-        return self._commit(files, OUTSIDE, f"{len(files)} file(s) changed outside the app",
-                            who="outside", source="files")
+        return self._commit(files, OUTSIDE, f"{len(files)} {OUTSIDE_SUMMARY}", who="outside",
+                            source="files")
 
     def record(self, action: str, summary: str, rels: Iterable[str], *,
-               moved: Iterable[tuple[str, str]] = (), undoes: str | None = None
-               ) -> Change | None:
-        """The app's change to these files, as they are now; None when nothing changed."""
+               moved: Iterable[tuple[str, str]] = (), undoes: str | None = None,
+               new_folders: Iterable[str] = ()) -> Change | None:
+        """The app's change to these files, as they are now; None when nothing changed, or
+        when the history cannot be written now (then it is recorded late: never raises, as
+        the change itself is made and must not be made again)."""
+        origin = current_origin()
+        late = Late(action, summary, tuple(dict.fromkeys(rels)), origin.who, origin.source,
+                    int(time.time()), tuple(moved), undoes, tuple(new_folders))
+        try:
+            self.catch_up()
+            return self.record_now(late)
+        except Exception as exc:  # noqa: BLE001
+            self._fell_behind(late, exc)
+            return None
+
+    def record_now(self, late: Late, *, when: int | None = None,
+                   collect: bool = True) -> Change | None:
+        """Record one change now; raises when the history cannot be written."""
         self.ensure()
-        files = self._differs(rels)
+        files = self._differs(late.paths)
         if not files:
             return None
-        origin = current_origin()
-        return self._commit(files, action, summary, who=origin.who, source=origin.source,
-                            moved=tuple(moved), undoes=undoes)
+        return self._commit(files, late.action, late.summary, who=late.who, source=late.source,
+                            moved=late.moved, undoes=late.undoes, when=when,
+                            new_folders=late.new_folders, collect=collect)
+
+    def catch_up(self) -> int:
+        """Record the changes kept for later (in their order, with their files as they are
+        now); raises when the history still cannot be written. Returns how many."""
+        if not self.pending.behind:
+            return 0
+        late = self.pending.entries()
+        for entry in late:  # not part of the turn that happens to record them (its Undo)
+            self.record_now(replace(entry, summary=entry.summary + LATE), when=entry.at,
+                            collect=False)
+        self.pending.done()
+        log.info("history: %d change(s) recorded late", len(late))
+        return len(late)
+
+    @property
+    def trouble(self) -> str | None:
+        """Why some changes are not in the history yet, or None when none are waiting."""
+        if not self.pending.behind:
+            return None
+        count = self.pending.count()
+        return (f"{count} change(s) not recorded yet: {self.pending.reason() or 'unknown'}")
+
+    def _fell_behind(self, late: Late | None, exc: Exception) -> None:
+        reason = why(exc)
+        if late is not None:
+            self.pending.add(late, reason)
+        told, at = self._told
+        if reason != told or time.monotonic() - at > RETELL_SECONDS:  # not every rescan
+            self._told = (reason, time.monotonic())
+            log.warning("history of %s cannot be written: %s; the change is kept and "
+                        "recorded once it can be", self.vault.root.name, reason)
 
     def _commit(self, files: dict[str, bytes | None], action: str, summary: str, *,
                 who: str, source: str, moved: tuple[tuple[str, str], ...] = (),
-                undoes: str | None = None) -> Change:
-        at = datetime.now(UTC)
+                undoes: str | None = None, when: int | None = None,
+                new_folders: tuple[str, ...] = (), collect: bool = True) -> Change:
+        at = datetime.now(UTC) if when is None else datetime.fromtimestamp(when, UTC)
         meta = {"action": action, "who": who, "source": source, "summary": summary,
-                "paths": sorted(files), "moved": [list(m) for m in moved], "undoes": undoes}
+                "paths": sorted(files), "moved": [list(m) for m in moved], "undoes": undoes,
+                "new_folders": list(new_folders)}
         message = f"{action}: {summary}\n\n{TRAILER}{json.dumps(meta, ensure_ascii=False)}\n"
         safe_who = "".join(c for c in who if c not in "<>\n") or "unknown"
         commit = self.repo.commit(files, message, f"{safe_who} <{safe_who}@second-brain>",
                                   when=int(at.timestamp()))
         change = Change(id=commit.decode(), at=at.isoformat(timespec="seconds"), who=who,
                         source=source, action=action, summary=summary,
-                        paths=tuple(sorted(files)), moved=moved, undoes=undoes)
+                        paths=tuple(sorted(files)), moved=moved, undoes=undoes,
+                        new_folders=new_folders)
         self._append(change)
-        if action not in (OUTSIDE, START):
+        if collect and action not in (OUTSIDE, START):
             collected(change.id)
         return change
 
@@ -199,7 +284,11 @@ class History:
         lines = self._log_lines()
         last = _parsed(lines[-1]) if lines else None
         if last is None or last.id != head.decode():
-            self._rebuild()
+            try:
+                self._rebuild()
+            except Exception as exc:  # noqa: BLE001 (damaged: list what the cache holds)
+                log.warning("history of %s cannot be read: %s", self.vault.root.name, why(exc))
+                return lines
             lines = self._log_lines()
         return lines
 
@@ -255,44 +344,6 @@ class History:
         if not matches:
             raise NotFound(f"no change {ref!r} in this vault's history")
         return matches[0]
-
-    # --- undo (under the vault lock) --------------------------------------------------------
-
-    def undo(self, ref: str | None) -> Change:
-        """Put back the files of one change as they were before it, if none of them changed
-        since; the undo is itself a change."""
-        self.ensure()
-        target = self.find(ref)
-        if target.action == START:
-            raise InvalidValue("that is where the history starts; there is nothing before it")
-        files = self.repo.changed(ObjectID(target.id.encode()))
-        since = []
-        for rel, _before, after in files:
-            data = self._disk(rel)
-            if (blob_id(data) if data is not None else None) != after:
-                since.append(rel)
-        if since:
-            changes = self.changes()
-            later = changes[[c.id for c in changes].index(target.id) + 1:]
-            by = [f"{c.id[:8]} ({c.action})" for c in later if set(since) & set(c.paths)]
-            raise ChangedSince(
-                f"not undone: {', '.join(sorted(since))} changed after that change"
-                + (f", by {', '.join(by)}" if by else " (outside the app, not yet recorded)")
-                + "; undo the later change first, or leave it (`brain history` lists them)")
-        for rel, before, _after in files:
-            path = self.vault.resolve(rel)
-            if before is None:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(path, self.repo.data(before))
-        moved = tuple((new, old) for old, new in target.moved)
-        change = self.record(UNDO, f"{target.action}: {target.summary}",
-                             [rel for rel, _b, _a in files], moved=moved, undoes=target.id)
-        if change is None:  # the change had changed nothing: still say it was undone
-            raise InvalidValue("that change left the files as they were; nothing to undo")
-        return change
 
     def files(self) -> list[tuple[Path, str]]:
         """(file, name inside the history) of everything kept: `brain export` zips them."""

@@ -9,11 +9,12 @@ and the paths one commit changed.
 from __future__ import annotations
 
 import binascii
+import contextlib
 import hashlib
 import os
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,10 @@ DIR_MODE = 0o040000
 EMPTY_TREE = b"4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 TREE_CACHE = 256  # trees whose entries a process keeps in memory
 COMMITTER = b"Second Brain <brain@localhost>"
+# A lock file this old is left by a writer that stopped (git's own rule of thumb): every
+# writer holds the vault's lock while it commits, so under that lock nobody live holds it.
+STALE_LOCK_SECONDS = 60.0
+LOCKS = ("refs/heads/main.lock", "HEAD.lock", "packed-refs.lock")  # what a commit may meet
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,123 @@ class HistoryRepo:
 
     def close(self) -> None:
         self.repo.close()
+
+    # --- locks and health ---------------------------------------------------------------------
+
+    def lock_files(self) -> list[tuple[Path, float]]:
+        """(lock file, its age in seconds) of the files a commit writes (a few stats: this
+        runs before every commit)."""
+        found = []
+        now = time.time()
+        for name in LOCKS:
+            path = self.path / name
+            with contextlib.suppress(FileNotFoundError):
+                found.append((path, now - path.stat().st_mtime))
+        return found
+
+    def clear_stale_locks(self) -> list[str]:
+        """Remove the lock files a writer that stopped left (a minute old or more). Call only
+        under the vault's lock: every live writer of ours holds it while it commits."""
+        removed = []
+        for path, age in self.lock_files():
+            if age >= STALE_LOCK_SECONDS:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path.relative_to(self.path).as_posix())
+        return removed
+
+    def unwritable(self) -> str | None:
+        """Why a commit would fail now (a lock younger than a minute: stale ones are cleared
+        by the commit; a folder it may not write), or None."""
+        for path, age in self.lock_files():
+            if age >= STALE_LOCK_SECONDS:
+                continue
+            name = path.relative_to(self.path).as_posix()
+            return (f"its lock file {name} is held ({age:.0f} s old: a writer now, or one that "
+                    "stopped; cleared once it is a minute old)")
+        for folder in (self.path / "objects", self.path / "refs" / "heads"):
+            if not os.access(folder, os.W_OK | os.X_OK):
+                return f"{folder.relative_to(self.path)} cannot be written"
+        return None
+
+    def readable(self, commit_id: ObjectID | None, rels: Iterable[str]) -> None:
+        """Read what a commit on top of `commit_id` touching `rels` needs (the commit and the
+        trees along each path); KeyError names an object that is missing."""
+        if commit_id is None:
+            return
+        for rel in rels:
+            self.blob_at(commit_id, rel)
+
+    def missing(self, budget: float = 5.0) -> tuple[list[str], int]:
+        """Objects the history needs that are missing or unreadable (at most 5), and how many
+        commits were checked (`brain doctor`): the head's whole tree (every later commit
+        builds on it), then each commit newest first, with the blobs its change reads and
+        writes (what an undo of it needs), for about `budget` seconds."""
+        bad: list[str] = []
+        head = self.head()
+        if head is None:
+            return bad, 0
+        store = self._object_ids()
+        try:
+            todo, seen = [self._tree_of(head) or EMPTY_TREE], set()
+            while todo:
+                tree = self.repo[ObjectID(todo.pop())]
+                assert isinstance(tree, Tree)
+                for entry in tree.iteritems():
+                    if entry.mode == DIR_MODE and entry.sha not in seen:
+                        seen.add(entry.sha)
+                        todo.append(entry.sha)
+                    elif entry.mode != DIR_MODE and entry.sha not in store:
+                        bad.append(entry.sha.decode())
+        except KeyError as exc:
+            return [_named(exc)], 0
+        checked = 0
+        at: ObjectID | None = head
+        deadline = time.monotonic() + budget
+        while at is not None and len(bad) < 5 and time.monotonic() < deadline:
+            try:
+                commit = self.repo[at]
+                assert isinstance(commit, Commit)
+                parent = commit.parents[0] if commit.parents else None
+                bad += [sha.decode() for sha in self._blobs_changed(self._tree_of(parent),
+                                                                     commit.tree)
+                        if sha not in store]
+            except KeyError as exc:
+                bad.append(_named(exc))
+                break
+            checked += 1
+            at = parent
+        return list(dict.fromkeys(bad))[:5], checked
+
+    def _object_ids(self) -> set[bytes]:
+        """The ids of every object the repository holds, loose or packed (one listing: far
+        cheaper than asking the store about each)."""
+        found: set[bytes] = set()
+        for folder in (self.path / "objects").glob("[0-9a-f][0-9a-f]"):
+            found.update((folder.name + name).encode() for name in os.listdir(folder)
+                         if len(name) == 38)
+        for pack in self.repo.object_store.packs:
+            found.update(pack.index)
+        return found
+
+    def _blobs_changed(self, old: bytes | None, new: bytes | None) -> Iterator[ObjectID]:
+        """The blobs on either side of two trees that differ (both the bytes a change
+        replaced and the new ones), descending only into subtrees that differ."""
+        if old == new:
+            return
+        before = self._cached(old) if old is not None else {}
+        after = self._cached(new) if new is not None else {}
+        for name in before.keys() | after.keys():
+            one, two = before.get(name), after.get(name)
+            if one == two:
+                continue
+            dirs = [binascii.hexlify(e[1]) if e and e[0] == DIR_MODE else None
+                    for e in (one, two)]
+            if dirs[0] is not None or dirs[1] is not None:
+                yield from self._blobs_changed(dirs[0], dirs[1])
+            for entry, folder in ((one, dirs[0]), (two, dirs[1])):
+                if entry is not None and folder is None:
+                    yield ObjectID(binascii.hexlify(entry[1]))
 
     def head(self) -> ObjectID | None:
         try:
@@ -94,6 +216,7 @@ class HistoryRepo:
     def commit(self, files: Mapping[str, bytes | None], message: str, author: str,
                *, when: int | None = None) -> ObjectID:
         """A commit on the head that sets each path to its bytes (None: removed)."""
+        self.clear_stale_locks()
         parent = self.head()
         changes: dict[tuple[bytes, ...], tuple[int, bytes] | None] = {}
         blobs = []
@@ -215,3 +338,9 @@ class HistoryRepo:
             out.append((path.decode(), old.sha if old is not None and old.sha else None,
                         new.sha if new is not None and new.sha else None))
         return out
+
+
+def _named(exc: KeyError) -> str:
+    """The id of the object a KeyError of dulwich's names."""
+    found = exc.args[0] if exc.args else b"?"
+    return found.decode(errors="replace") if isinstance(found, bytes) else str(found)

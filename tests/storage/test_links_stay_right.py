@@ -101,8 +101,8 @@ async def test_a_move_rewrites_path_links_to_the_note_in_the_same_change(store: 
     note.write_bytes(original.encode())
     await store.refresh()
     moved = await store.move(target.path, "projects")
-    assert note.read_bytes() == (
-        b"Links: [[garden-podcast#Plan|the plan]] and `[[ideas/garden-podcast]]`\r\n")
+    assert note.read_bytes() == (  # a path stays a path (the new one); code is not a link
+        b"Links: [[projects/garden-podcast#Plan|the plan]] and `[[ideas/garden-podcast]]`\r\n")
     change = (await store.changes(limit=1))[0]
     assert change.action == "move" and set(change.paths) == {
         target.path, moved.new_path, "inbox/typed.md"}
