@@ -133,8 +133,10 @@ class Settings(BaseSettings):
         hour, minute = self.reminder_time.split(":")
         return int(hour), int(minute)
 
-    def reader_limits(self) -> Limits:
-        """What reading one shared file may spend, and where the speech model is."""
+    def reader_limits(self, person: str = "") -> Limits:
+        """What reading one shared file may spend, and where the speech model is; `person`
+        (whose files) takes turns with everyone else's at the reader processes."""
         from tools.readers.read import Limits
 
-        return Limits(speech_model=self.speech_model, cache=self.data_dir / "models")
+        return Limits(speech_model=self.speech_model, cache=self.data_dir / "models",
+                      person=person)

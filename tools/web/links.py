@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from tools.readers.read import MAX_TEXT, Limits, Reading, read
+from tools.readers.pool import read_safely
+from tools.readers.read import MAX_TEXT, Limits, Reading
 from tools.readers.sections import Read, SharedFile, read_all
 from tools.web.fetch import Failed, Refused, allow_set, fetch
 
@@ -101,7 +102,7 @@ async def read_link(url: str, *, allow: frozenset[str], limits: Limits,
                                               f"({type(exc).__name__})")
     else:  # a PDF, a text file, an image behind the link: the readers know them
         name = urlparse(got.url).path.rsplit("/", 1)[-1] or "page"
-        reading = await asyncio.to_thread(read, name, got.data, limits)
+        reading = await read_safely(name, got.data, limits)
     return SharedFile(reading.name, None, url, reading.problem, reading=reading)
 
 
