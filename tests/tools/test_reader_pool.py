@@ -20,6 +20,7 @@ from tests.media import screenshot, spoken_wav, to_m4a
 from tests.tools.test_readers import make_docx, make_pdf
 from tools.readers.pool import READERS, ReaderPool, read_safely
 from tools.readers.read import Limits, read
+from tools.web.links import page_reading
 
 SENTENCE = "The quarterly budget for the Lisbon offsite is 42,000 euros"
 TOO_LARGE = "too large to read safely"
@@ -61,6 +62,19 @@ async def test_normal_files_read_out_of_process_exactly_as_in_process(tmp_path: 
         assert apart == here, name
         assert here.problem is None, (name, here.problem)
         assert holds in f"{here.text} {here.detail}", name
+    page = (b"<html><head><title>Offsite plan</title></head><body><article><p>"
+            + SENTENCE.encode() * 5 + b"</p></article></body></html>")
+    url = "https://example.org/offsite"
+    apart = await read_safely(url, page, limits, page=url)
+    assert apart == page_reading(url, page) and apart.name == "Offsite plan"
+
+
+async def test_a_page_past_its_cpu_budget_says_so() -> None:
+    """The largest page the fetcher takes (5 MB) of 200,000 paragraphs: about 20 s of CPU."""
+    url = "https://example.org/huge"
+    page = b"<html><body>" + b"<p>word word word word</p>" * 200_000 + b"</body></html>"
+    reading = await read_safely(url, page, Limits(cpu_seconds=1), page=url)
+    assert reading.problem == f"the page is {TOO_LARGE} (reading it took over 1 s of CPU)"
 
 
 async def test_a_file_past_its_cpu_budget_ends_its_reader_and_the_next_file_reads() -> None:

@@ -74,6 +74,7 @@ class _Ask:
     kind: str
     limits: Limits
     budget: Budget
+    page: str | None  # a web page's address: its main text is read (tools/web/links.py)
     future: Future[Reading] = field(default_factory=Future)
 
     @property
@@ -82,7 +83,8 @@ class _Ask:
 
     def header(self) -> bytes:
         return json.dumps({
-            "name": self.name, "size": len(self.data), "max_pages": self.limits.max_pages,
+            "name": self.name, "size": len(self.data), "page": self.page,
+            "max_pages": self.limits.max_pages,
             "max_seconds": self.limits.max_seconds, "cache": str(self.limits.cache),
             "speech_model": str(self.limits.speech_model or ""),
             "budget": {"cpu": self.budget.cpu, "memory_mb": self.budget.memory_mb,
@@ -191,9 +193,10 @@ class ReaderPool:
         self._busy: set[_Reader] = set()
         self._timer: threading.Timer | None = None
 
-    def submit(self, name: str, data: bytes, limits: Limits) -> Future[Reading]:
-        kind = kind_of(name, data)
-        ask = _Ask(name, data, kind, limits, budget(kind, limits))
+    def submit(self, name: str, data: bytes, limits: Limits,
+               page: str | None = None) -> Future[Reading]:
+        kind = "page" if page else kind_of(name, data)
+        ask = _Ask(name, data, kind, limits, budget(kind, limits), page)
         with self._lock:
             self._waiting.setdefault(limits.person, deque()).append(ask)
             self._dispatch()
@@ -299,10 +302,12 @@ def pool() -> ReaderPool:
         return _pool[1]
 
 
-async def read_safely(name: str, data: bytes, limits: Limits | None = None) -> Reading:
-    """The text of one file, read in a reader process under its kind's budget. Never raises
-    for the file's own faults; what it would cost too much to read says so."""
+async def read_safely(name: str, data: bytes, limits: Limits | None = None, *,
+                      page: str | None = None) -> Reading:
+    """The text of one file, read in a reader process under its kind's budget (with `page`,
+    the address it came from: a web page's main text). Never raises for the file's own
+    faults; what it would cost too much to read says so."""
     limits = limits or Limits()
-    if kind_of(name, data) in IN_PROCESS:
+    if page is None and kind_of(name, data) in IN_PROCESS:
         return read(name, data, limits)
-    return await asyncio.wrap_future(pool().submit(name, data, limits))
+    return await asyncio.wrap_future(pool().submit(name, data, limits, page))

@@ -47,7 +47,8 @@ class Limits:
 
 EMPTY = {"image": "no text found in the image",
          "audio": "no speech heard in the clip"}
-NOUNS = {"pdf": "the PDF", "docx": "the DOCX", "image": "the image", "audio": "the clip"}
+NOUNS = {"pdf": "the PDF", "docx": "the DOCX", "image": "the image", "audio": "the clip",
+         "page": "the page"}
 
 
 def too_large(kind: str, why: str) -> str:

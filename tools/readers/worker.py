@@ -69,6 +69,19 @@ def _exactly(stream: BinaryIO, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _page(name: str, url: str, html: bytes) -> Any:
+    """A web page's reading (tools/web/links.py); an extractor that fails on it says so."""
+    from tools.readers.read import Reading
+    from tools.web.links import page_reading
+
+    try:
+        return page_reading(url, html)
+    except MemoryError:
+        raise
+    except Exception as exc:  # the extractor on a hostile page (or a broken install)
+        return Reading(name, "page", "", f"the page could not be read ({type(exc).__name__})")
+
+
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:
     from tools.readers.documents import TOO_LARGE
     from tools.readers.read import Limits, Reading, kind_of, read, too_large
@@ -84,10 +97,13 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
         _reset_peak()
         before = _status("VmRSS")
         _limit(ask["budget"])
+        kind = "page" if ask["page"] else kind_of(ask["name"], data)
         try:
-            reading = read(ask["name"], data, limits)
+            reading = (_page(ask["name"], ask["page"], data) if ask["page"]
+                       else read(ask["name"], data, limits))
         except MemoryError:  # past RLIMIT_DATA somewhere a reader does not catch it
-            reading = Reading(ask["name"], kind_of(ask["name"], data), "", "out of memory")
+            reading = Reading(ask["name"], kind, "",
+                              too_large(kind, "it needs more memory than a file may use"))
         finally:
             _unlimit()
         peak = _status("VmHWM")
