@@ -122,7 +122,9 @@ class _Reader:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # where `tools` is, installed or not
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "tools.readers.worker"],
+        # -P: the working directory is not on the path (a folder there named `tools` would
+        # be imported instead of ours).
+        self.proc = subprocess.Popen([sys.executable, "-P", "-m", "tools.readers.worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         return self.proc
 
