@@ -162,12 +162,13 @@ def _utf8_number(n: int) -> bytes:
          0x80 | (n >> 6) & 0x3F, 0x80 | n & 0x3F])
 
 
-def flac_bomb(hours: float = 9) -> bytes:
+def flac_bomb(hours: float = 9, *, header_says: bool = True) -> bytes:
     """`hours` of silence at 44.1 kHz as FLAC (frames of one constant sample: about 600 KB
-    for nine hours); its header says how long it is, as a real encoder writes."""
+    for nine hours); its header says how long it is, as a real encoder writes, unless
+    `header_says` is False (a length of 0: "unknown", as a stream's encoder may write)."""
     block, rate = 32768, 44100
     frames = int(hours * 3600 * rate / block)
-    samples = frames * block
+    samples = frames * block if header_says else 0
     info = struct.pack(">HH", block, block) + (0).to_bytes(3, "big") * 2 + (
         (rate << 44) | (0 << 41) | (15 << 36) | samples).to_bytes(8, "big") + bytes(16)
     out = io.BytesIO()

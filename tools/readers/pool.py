@@ -206,12 +206,15 @@ class ReaderPool:
 
     def _dispatch(self) -> None:
         """Each waiting person whose turn it is gets a free reader (holding the lock)."""
-        for person in list(self._waiting):
-            asks = self._waiting[person]
-            while asks and asks[0].future.cancelled():
-                asks.popleft()
-            if asks and self._reading[person] < self.per_person:
-                reader = self._take(asks[0].family)
+        started = True
+        while started:  # until no one else can start
+            started = False
+            for person in list(self._waiting):
+                asks = self._waiting[person]
+                while asks and asks[0].future.cancelled():
+                    asks.popleft()
+                reader = (self._take(asks[0].family)
+                          if asks and self._reading[person] < self.per_person else None)
                 if reader is not None:
                     ask = asks.popleft()
                     self._waiting.move_to_end(person)  # the next free reader: someone else's
@@ -220,10 +223,12 @@ class ReaderPool:
                         self._busy.add(reader)
                         threading.Thread(target=self._run, args=(reader, ask, person),
                                          name="reader", daemon=True).start()
+                        started = True
                     else:
                         self._free[reader.family].append(reader)
-            if not asks:
-                del self._waiting[person]
+                    started = True
+                if not asks:
+                    del self._waiting[person]
 
     def _take(self, family: str) -> _Reader | None:
         if self._free[family]:
