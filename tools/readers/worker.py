@@ -9,6 +9,7 @@ Linux only (`resource`, /proc), as the project is."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -40,22 +41,28 @@ def _reset_peak() -> None:
         pass  # an older kernel: the peak is the process's
 
 
+def _soft(which: int, value: int | None) -> None:
+    """Set a soft limit (None: as high as allowed), never above the hard one the host set."""
+    hard = resource.getrlimit(which)[1]
+    if value is None or (hard != resource.RLIM_INFINITY and value > hard):
+        value = hard
+    resource.setrlimit(which, (value, hard))
+
+
 def _limit(budget: dict[str, float]) -> None:
     """This file's budget on top of what the process already spent and holds (a model loaded
     for an earlier file stays): RLIMIT_CPU ends it with SIGXCPU, RLIMIT_DATA fails its
     allocations (Python's MemoryError), the alarm ends it with SIGALRM."""
     used = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = int(used.ru_utime + used.ru_stime + budget["cpu"]) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, resource.RLIM_INFINITY))
-    data = _status("VmData") + int(budget["memory_mb"] * 2**20)
-    resource.setrlimit(resource.RLIMIT_DATA, (data, resource.RLIM_INFINITY))
+    _soft(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + budget["cpu"]) + 1)
+    _soft(resource.RLIMIT_DATA, _status("VmData") + int(budget["memory_mb"] * 2**20))
     signal.alarm(int(budget["wall"]) + GRACE)
 
 
 def _unlimit() -> None:
     signal.alarm(0)
-    for which in (resource.RLIMIT_CPU, resource.RLIMIT_DATA):
-        resource.setrlimit(which, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    _soft(resource.RLIMIT_CPU, None)
+    _soft(resource.RLIMIT_DATA, None)
 
 
 def _exactly(stream: BinaryIO, size: int) -> bytes | None:
@@ -128,7 +135,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group: the parent decides
     # Batch work: a turn of the serving process that wakes up runs before a reader, which
     # still gets its fair share of the CPU (a lower priority would starve it on a busy host).
-    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    with contextlib.suppress(OSError):  # (a sandbox may refuse it: then as any process)
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a reader ended at a limit dumps no core
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever a library prints goes to stderr, never into an answer
