@@ -201,8 +201,10 @@ class Settings(BaseSettings):
         hour, minute = self.reminder_time.split(":")
         return int(hour), int(minute)
 
-    def reader_limits(self) -> Limits:
-        """What reading one shared file may spend, and where the speech model is."""
+    def reader_limits(self, person: str = "") -> Limits:
+        """What reading one shared file may spend, and where the speech model is; `person`
+        (whose files) takes turns with everyone else's at the reader processes."""
         from tools.readers.read import Limits
 
-        return Limits(speech_model=self.speech_model)  # the model cache: storage/places.py
+        # (the model cache: storage/places.py)
+        return Limits(speech_model=self.speech_model, person=person)

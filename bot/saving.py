@@ -76,7 +76,7 @@ class Saver:
         ctx = self.tools.context(user_id, source=source, channel=channel,
                                  thread_ts=message_ts, job_id=job_id, job_key=key,
                                  _ids_given=n - 1, ids_may_exist=True)
-        limits = self.core.settings.reader_limits()
+        limits = self.core.settings.reader_limits(user_id)
         ctx.shared = await read_all(files or [], limits) + await message_links(
             text, allow_hosts=self.core.settings.fetch_allow_hosts, limits=limits,
             unfurls=unfurls)

@@ -48,7 +48,7 @@ class ToolCalls:
 
         async def read_links(urls: list[str]) -> Read:
             return await shared_links(urls, allow_hosts=settings.fetch_allow_hosts,
-                                      limits=settings.reader_limits())
+                                      limits=settings.reader_limits(user_id))
 
         return ToolContext(store=store, db=core.db, user_id=user_id,
                            confidence_threshold=settings.confidence_threshold,

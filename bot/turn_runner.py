@@ -108,7 +108,7 @@ class TurnRunner:
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
         filed = filed_notes(captures)
-        limits = self.settings.reader_limits()
+        limits = self.settings.reader_limits(user_id)
         shared = await read_all(files, limits)
         shared += await message_links(text, allow_hosts=self.settings.fetch_allow_hosts,
                                       limits=limits, unfurls=unfurls)

@@ -68,17 +68,27 @@ class BrainCLI:
         return Result(code, captured.out, captured.err)
 
 
-def run_process(cwd: Path, *argv: str, stdin: str = "", env: dict[str, str] | None = None,
-                timeout: float = 60) -> Result:
-    """The real console command in a subprocess (same environment rules as BrainCLI)."""
+def process_env(cwd: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a real `brain` process: none of the caller's configuration, the
+    suite's database, `env`."""
     from tests.databases import database_env
 
     full = {k: v for k, v in os.environ.items() if not _configured(k)}
     full.update(database_env(cwd))
     full.update(env or {})
     full["PYTHONPATH"] = str(REPO)
+    return full
+
+
+def brain_command() -> list[str]:
     script = Path(sys.executable).with_name("brain")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
-    proc = subprocess.run([*command, *argv], input=stdin, cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
+
+
+def run_process(cwd: Path, *argv: str, stdin: str = "", env: dict[str, str] | None = None,
+                timeout: float = 60) -> Result:
+    """The real console command in a subprocess (same environment rules as BrainCLI)."""
+    proc = subprocess.run([*brain_command(), *argv], input=stdin, cwd=cwd,
+                          env=process_env(cwd, env), capture_output=True, text=True,
+                          timeout=timeout, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -70,7 +70,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         from tools.readers.sections import file_sections, read_all
         from tools.web.links import shared_links
 
-        limits = settings.reader_limits()
+        limits = settings.reader_limits(v.user)
         done = await read_all(shared, limits)
         if args.url:
             done += await shared_links(args.url, allow_hosts=settings.fetch_allow_hosts,

@@ -79,6 +79,26 @@ def test_a_clip_over_the_cap_is_refused_before_transcribing(tmp_path: Path) -> N
     assert not (tmp_path / "models").exists()  # refused before the model was even unpacked
 
 
+def test_a_clip_without_a_length_in_its_header_is_refused_at_the_cap(tmp_path: Path) -> None:
+    """Nine hours of FLAC whose header says "length unknown": decoding stops at the cap (ten
+    minutes, 19 MB of samples), not after nine hours (5 GB before issue 31)."""
+    import tracemalloc
+
+    from tests.hostile_files import flac_bomb
+
+    data = flac_bomb(hours=9, header_says=False)
+    tracemalloc.start()
+    try:
+        reading = read("stream.flac", data, limits(tmp_path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reading.problem == ("the clip is too large to read safely (over 10:00 long; clips "
+                               "up to 10 minutes are transcribed)")
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MB"
+    assert not (tmp_path / "models").exists()  # refused before the model was even unpacked
+
+
 @pytest.mark.parametrize(("name", "data", "problem"), [
     ("photo.png", b"\x89PNG\r\n\x1a\n", "the image cannot be opened"),
     ("photo.jpg", b"\xff\xd8\xff\xe0 truncated", "the image cannot be opened"),

@@ -99,7 +99,8 @@ def test_what_cannot_be_read_says_why(name: str, data: bytes, problem: str) -> N
 
 
 @settings(max_examples=150, deadline=None)
-@given(name=st.sampled_from(["a.pdf", "b.docx", "c.html", "d.txt", "e.bin", "f.png"]),
+@given(name=st.sampled_from(["a.pdf", "b.docx", "c.html", "d.txt", "e.bin", "f.png", "g.flac",
+                             "h.m4a"]),
        data=st.binary(max_size=3000))
 def test_any_bytes_under_any_name_give_a_reading_not_an_exception(name: str,
                                                                   data: bytes) -> None:

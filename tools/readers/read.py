@@ -38,10 +38,23 @@ class Limits:
     max_seconds: float = speech.MAX_SECONDS  # of a clip
     speech_model: Path | None = None  # a CTranslate2 Whisper directory; None: the shipped one
     cache: Path = field(default_factory=models_cache)  # where the shipped model is joined
+    # Out of process (tools/readers/pool.py): whose file it is (each person reads one file at
+    # a time) and, when set, what reading one file may spend instead of its kind's budget.
+    person: str = ""
+    cpu_seconds: float | None = None
+    memory_mb: int | None = None
+    wall_seconds: float | None = None
 
 
 EMPTY = {"image": "no text found in the image",
          "audio": "no speech heard in the clip"}
+NOUNS = {"pdf": "the PDF", "docx": "the DOCX", "image": "the image", "audio": "the clip",
+         "page": "the page"}
+
+
+def too_large(kind: str, why: str) -> str:
+    """The problem of a file refused for what reading it would cost."""
+    return str(documents.TooLarge(NOUNS.get(kind, "the file"), why))
 
 
 def media_readers() -> dict[str, bool]:
@@ -73,13 +86,15 @@ def kind_of(name: str, data: bytes) -> str:
 
 
 def read(name: str, data: bytes, limits: Limits = Limits()) -> Reading:
-    """The text of one file. Never raises for the file's own faults."""
+    """The text of one file, in this process. Never raises for the file's own faults; a file
+    that would cost too much is refused from what its header says, but the hard limits
+    (CPU, memory, time) are only kept out of process: `tools/readers/pool.py`."""
     kind = kind_of(name, data)
     try:
         if kind == "pdf":
-            text, detail = documents.pdf_text(data, limits.max_pages)
+            text, detail = documents.pdf_text(data, limits.max_pages, MAX_TEXT)
         elif kind == "docx":
-            text, detail = documents.docx_text(data), ""
+            text, detail = documents.docx_text(data, MAX_TEXT), ""
         elif kind == "html":
             text, detail = documents.html_text(data), ""
         elif kind == "text":

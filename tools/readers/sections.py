@@ -5,12 +5,12 @@ linked where it lives."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 from storage.store import Store
 from tools.fence import BEGINS, Fence
-from tools.readers.read import Limits, Reading, read
+from tools.readers.pool import read_safely
+from tools.readers.read import Limits, Reading
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ MODEL_CHARS = 1500  # of each file's text shown to the model beside the message
 
 
 async def read_all(files: list[SharedFile], limits: Limits | None = None) -> Read:
-    """Each file read; parsing a big PDF is CPU work: off the event loop, beside other
-    people's turns."""
+    """Each file read in a reader process (tools/readers/pool.py): parsing is CPU work and a
+    hostile file may ask for minutes or gigabytes; other people's turns go on meanwhile."""
     limits = limits or Limits()
     out = []
     for shared in files:
@@ -50,7 +50,7 @@ async def read_all(files: list[SharedFile], limits: Limits | None = None) -> Rea
         elif shared.data is None:
             reading = Reading(shared.name, "unknown", "", shared.problem or "not fetched")
         else:
-            reading = await asyncio.to_thread(read, shared.name, shared.data, limits)
+            reading = await read_safely(shared.name, shared.data, limits)
         out.append((shared, reading))
     return out
 

