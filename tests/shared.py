@@ -31,3 +31,11 @@ def ids_on_disk(root: Path) -> dict[str, list[str]]:
         note_id = parse_note(path.read_text(encoding="utf-8")).frontmatter.get("id")
         found.setdefault(str(note_id), []).append(path.relative_to(root).as_posix())
     return found
+
+
+def patience(seconds: float) -> float:
+    """How long to wait for work that takes well under `seconds` on a quiet machine: the
+    deadline only catches work that never comes, so it stretches with the machine's load (CI
+    runs two pytest workers and their servers on two cores, at loads of 5 and more)."""
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return seconds * max(1.0, load)

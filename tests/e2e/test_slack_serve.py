@@ -19,6 +19,7 @@ from tests.brain_cli import BrainCLI
 from tests.databases import database_env
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event, vault_files
+from tests.shared import patience
 
 DM_TS = "1767261600.000100"
 
@@ -47,7 +48,7 @@ async def brain(*args: str, env: dict[str, str], cwd: Path) -> asyncio.subproces
 
 
 async def wait_healthy(url: str, proc: asyncio.subprocess.Process, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if proc.returncode is not None:
@@ -85,7 +86,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 async def helpers_ready(send: SlackSender, count: int, timeout: float = 60) -> None:
     """`brain serve --workers N`: its N-1 helper processes take work (GET /health says)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while (await send.health()).get("helpers", {}).get("ready", 0) < count:
         assert time.monotonic() < deadline, "the helper processes did not start"
         await asyncio.sleep(0.05)
