@@ -182,10 +182,10 @@ async def with_examples(path: Path, section: str, verbose: bool) -> Report:
 
     from bot.index_keeper import NEIGHBOUR_FLOOR, NEIGHBOURS
     from storage.db import Database
-    from storage.indexer import embed_pending
-    from storage.meaning import Meaning
-    from storage.store import Store
-    from storage.vault import Vault
+    from storage.index.indexer import embed_pending
+    from storage.meaning.shared_model import Meaning
+    from storage.vault.files import Vault
+    from storage.vault.store import Store
     from tools.classify_rules import neighbour_vote
 
     other = "holdout" if section == "thoughts" else "thoughts"

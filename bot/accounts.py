@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.core import Core
 from bot.people import People
-from storage import journal, slack_state, user_data
+from storage.repositories import journal, slack_state, user_data
 
 log = logging.getLogger(__name__)
 

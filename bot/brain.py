@@ -18,8 +18,8 @@ from bot.config import Settings
 from bot.core import Core
 from storage.db import Database
 from storage.history import Origin, changing
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 
 if TYPE_CHECKING:
     from bot.accounts import Accounts
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from bot.tool_calls import ToolCalls
     from bot.turn_runner import TurnRunner
     from storage.history.health import HistoryState
-    from storage.meaning import Meaning
+    from storage.meaning.shared_model import Meaning
     from storage.receipts import Receipts
 
 __all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp", "history_states"]

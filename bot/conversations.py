@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core import Core
 from bot.jobs import LeaseLost
-from storage import journal, repositories
-from storage.repositories import ConversationRow, TurnRow
+from storage import repositories
+from storage.repositories import ConversationRow, TurnRow, journal
 
 if TYPE_CHECKING:
     from bot.loop import LoopOutcome

@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo
 from bot.config import Settings
 from storage.db import Database
 from storage.errors import InvalidValue
-from storage.paths import check_person_folder
-from storage.store import Store
 from storage.types import ATTACHMENTS, CATEGORIES, TRASH_DIR, is_user_id
+from storage.vault.paths import check_person_folder
+from storage.vault.store import Store
 
 # Folders a vault uses: never a person's id under BRAIN_OWNER.
 VAULT_NAMES = frozenset({*CATEGORIES, TRASH_DIR, ATTACHMENTS})
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bot.index_keeper import IndexKeeper
     from bot.llm.configs import LLMConfig
     from bot.llm.types import Provider
-    from storage.meaning import Meaning
+    from storage.meaning.shared_model import Meaning
     from storage.receipts import Receipts
 
 class Core:
@@ -59,7 +59,7 @@ class Core:
         second value is that sentence."""
         from bot.llm.configs import available_configs
         from bot.llm.configs import make_provider as connect
-        from storage import slack_state
+        from storage.repositories import slack_state
 
         if self._available is None:  # the settings do not change while the process runs
             self._available = available_configs(self.settings)
@@ -143,7 +143,7 @@ class Core:
 
     def check_vault_folder(self, user_id: str) -> None:
         """UnsafePath when the person's own folder (`<vault root>/<user id>`) is a symlink or
-        resolves anywhere else (storage/paths.py); the single owner's vault is the root."""
+        resolves anywhere else (storage/vault/paths.py); the single owner's vault is the root."""
         folder = self.settings.vault_for(user_id)
         if folder != self.settings.vault_root:
             check_person_folder(self.settings.vault_root, folder)

@@ -16,9 +16,9 @@ from bot.core import Core
 from bot.digest.data import note_ref, parse_day
 from bot.digest.model import CaptureRef, NoteRef
 from bot.llm.configs import available_configs, select_config
-from storage import digest_data as q
-from storage import repositories, slack_state
-from storage.repositories import SubscriptionRow
+from storage import repositories
+from storage.repositories import SubscriptionRow, slack_state
+from storage.repositories import digest_data as q
 from storage.types import Change
 
 MAX_INBOX = 10  # each with its buttons: two blocks

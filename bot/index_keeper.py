@@ -22,14 +22,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from storage.meaning import Meaning
+from storage.meaning.shared_model import Meaning
 from storage.types import FILED_CATEGORIES
 
 if TYPE_CHECKING:
     from bot.config import Settings
     from storage.db import Database
-    from storage.indexer import EmbedStats, Indexer, Progress
-    from storage.store import Store
+    from storage.index.indexer import EmbedStats, Indexer, Progress
+    from storage.vault.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,8 @@ class IndexKeeper:
 
     def store(self, root: Path) -> Store:
         from storage.history import History, history_path
-        from storage.store import Store
-        from storage.vault import Vault
+        from storage.vault.files import Vault
+        from storage.vault.store import Store
 
         vault = Vault(root)
         store = Store(vault, self.db, meaning=self.meaning,
@@ -103,7 +103,7 @@ class IndexKeeper:
         their first rescan records them."""
         if self.indexer is None:
             from storage.history.health import vaults_behind
-            from storage.indexer import Indexer
+            from storage.index.indexer import Indexer
 
             self.indexer = Indexer(self.db, self.meaning)
             for store in self._stores:
@@ -122,7 +122,7 @@ class IndexKeeper:
     async def embed_new(self, store: Store) -> None:
         """Vectors for the notes a turn filed, where no indexer runs (`brain chat`): called
         after the reply is shown, so the next question finds them by meaning."""
-        from storage.indexer import embed_pending
+        from storage.index.indexer import embed_pending
 
         if self.indexer is None and await self.meaning.ready():
             await embed_pending(self.db, store.index.key, self.meaning, prune=False)
@@ -134,7 +134,7 @@ class IndexKeeper:
         `budget` seconds (a CLI verb: its search by meaning needs them, and a write wants its
         note found by meaning next time); None when the model is off. `rescan=False` where
         the background indexer keeps the index fresh (a server answering the CLI)."""
-        from storage.indexer import WINDOW_NOTES, embed_pending
+        from storage.index.indexer import WINDOW_NOTES, embed_pending
 
         if not await store.meaning.ready():
             return None
@@ -147,7 +147,7 @@ class IndexKeeper:
     async def reindex(self, store: Store, progress: Progress | None = None) -> EmbedStats:
         """Vectors for every note of `store` still without them (`brain reindex`, after the
         words index is rescanned), resumable; `progress(done, total)` as it goes."""
-        from storage.indexer import embed_pending
+        from storage.index.indexer import embed_pending
 
         return await embed_pending(self.db, store.index.key, store.meaning, progress=progress)
 
@@ -185,7 +185,7 @@ def cli_model(settings: Settings, *, wanted: bool, threads: int = 1) -> Meaning:
 def model_check(settings: Settings) -> tuple[bool, str, str | None]:
     """`brain doctor`: can search by meaning run here (ok, detail, how to fix)? Without the
     model search still works, by words and names only."""
-    from storage.embedding import Embedder, EmbeddingUnavailable
+    from storage.meaning.embedder import Embedder, EmbeddingUnavailable
 
     try:
         embedder = Embedder.open(settings.embedding_model)

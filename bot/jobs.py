@@ -6,7 +6,7 @@ Slack saw acknowledged is in the database. The `Worker` claims jobs with a lease
 handler registered for their kind; a lease that runs out (the process died) makes the job
 claimable again, here or in another process. Jobs of one lane (a conversation) run one at a
 time, in the order they were recorded, across processes (the claim enforces it). The claim
-shares the work among people (`Shares`, storage/shares.py): round-robin over them, and each
+shares the work among people (`Shares`, storage/repositories/shares.py): round-robin over them, and each
 person's model work within BRAIN_USER_RUNNING and BRAIN_USER_RATE; a person whose messages
 arrive faster than the rate is told so once (a `SLOW_DOWN` job recorded with theirs).
 
@@ -29,10 +29,10 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from storage import journal, shares
 from storage.db import Database
-from storage.journal import JobRow
-from storage.shares import Shares
+from storage.repositories import journal, shares
+from storage.repositories.journal import JobRow
+from storage.repositories.shares import Shares
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from storage import slack_state
+from storage.repositories import slack_state
 
 if TYPE_CHECKING:
     from bot.core import Core

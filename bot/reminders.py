@@ -22,8 +22,8 @@ from bot.core import Core
 from bot.jobs import JobKind
 from bot.polling import Poller
 from bot.tool_calls import ToolCalls
-from storage import digest_data as q
-from storage import journal, slack_state
+from storage.repositories import digest_data as q
+from storage.repositories import journal, slack_state
 from storage.types import STATUS_VALUES, Entry
 from tools.registry import Execution
 

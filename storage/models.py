@@ -220,7 +220,7 @@ class Job(Base):
     __table_args__ = (
         Index("ix_jobs_state_id", "state", "id"),
         Index("ix_jobs_lane_id", "lane", "id"),
-        Index("ix_jobs_state_user_id", "state", "user_id", "id"),  # 0013: storage/shares.py
+        Index("ix_jobs_state_user_id", "state", "user_id", "id"),  # 0013: storage/repositories/shares.py
         Index("ix_jobs_state_finished", "state", "finished_at"),
         Index("ix_jobs_user_created", "user_id", "created_at"),
     )

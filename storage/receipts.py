@@ -64,7 +64,7 @@ class Receipts:
 
     async def placed(self, entry_id: str, *, path: str, category: str, status: str) -> bool:
         """A capture's note was written somewhere else than its receipt said (the receipt is
-        written first: storage/ids.py), or written again after it was deleted by hand. A
+        written first: storage/vault/ids.py), or written again after it was deleted by hand. A
         failure is logged and returned as False, as `record`'s."""
         try:
             async with self._session(None) as s:

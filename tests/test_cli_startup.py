@@ -25,7 +25,7 @@ NEVER_AT_START = {"sqlalchemy", "alembic", "mako", "aiosqlite", "pydantic", "pyd
 NOT_FOR_A_STORAGE_VERB = {"alembic", "mako", "jsonschema", "openai", "anthropic", "httpx",
                           "slack_sdk", "slack_bolt", "aiohttp", "tools", "bot.turn_runner",
                           "bot.loop", "bot.llm", "numpy", "onnxruntime", "bot.jobs", "bot.worker",
-                          "storage.journal", "storage.models", "storage.repositories"}
+                          "storage.repositories.journal", "storage.models", "storage.repositories"}
 
 REPORT = """
 import json, sys

@@ -14,8 +14,8 @@ from tools.fence import unfenced
 if TYPE_CHECKING:
     from storage.db import Database
     from storage.receipts import Receipts
-    from storage.store import Store
     from storage.types import Entry
+    from storage.vault.store import Store
     from tools.readers.read import Reading
     from tools.readers.sections import SharedFile
 

@@ -284,7 +284,7 @@ def _as_filed(entry: Entry, made: bool, target: str, status: str,
 
 
 class Receipt:
-    """A capture's claim on its derived id (storage/ids.py `Claim`): its receipt, written
+    """A capture's claim on its derived id (storage/vault/ids.py `Claim`): its receipt, written
     before the note, moved with it, and the only thing that says the note was made."""
 
     def __init__(self, ctx: ToolContext, text: str, entry_id: str, category: str,

@@ -21,8 +21,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from storage.store import Store
     from storage.types import EntrySummary
+    from storage.vault.store import Store
 
 RELATED_MAX = 3
 RELATED_FLOOR = 0.5

@@ -32,11 +32,11 @@ from bot.digest.model import (
     DigestData,
     NoteRef,
 )
-from storage import digest_data as q
 from storage.db import Database
+from storage.repositories import digest_data as q
 
 if TYPE_CHECKING:
-    from storage.store import Store
+    from storage.vault.store import Store
 
 DETAIL_CHARS = 140
 TEXT_CHARS = 200

@@ -22,8 +22,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.polling import Poller
 from storage import repositories
 from storage.db import Database
-from storage.digest_data import claim_digest_slot
 from storage.repositories import SubscriptionRow
+from storage.repositories.digest_data import claim_digest_slot
 
 log = logging.getLogger(__name__)
 

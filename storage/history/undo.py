@@ -16,13 +16,13 @@ import time
 from dulwich.objects import ObjectID
 
 from storage.errors import ChangedSince, HistoryFailed, InvalidValue, StorageError
-from storage.files import write_atomic
 from storage.history.context import current_origin
 from storage.history.history import START, UNDO, History
 from storage.history.pending import Late, why
 from storage.history.repo import blob_id
 from storage.types import Change
-from storage.vault import Vault
+from storage.vault.atomic import write_atomic
+from storage.vault.files import Vault
 
 
 def _refused(exc: BaseException) -> HistoryFailed:

@@ -21,7 +21,7 @@ from storage.errors import StorageError
 from storage.index.extract import IndexedNote, extract_note, indexable
 from storage.text import clean_text
 from storage.types import RefreshStats
-from storage.vault import Vault
+from storage.vault.files import Vault
 
 if TYPE_CHECKING:
     from storage.db import Database

@@ -27,8 +27,8 @@ from bot.digest.model import (
 )
 from storage import repositories
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 
 TODAY = date(2026, 6, 15)

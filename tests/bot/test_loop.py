@@ -11,8 +11,8 @@ from jsonschema import Draft202012Validator
 from bot.llm.types import NamedTool, ToolCall, ToolSpec
 from bot.loop import REPEATED, TRUNCATED, run_turn
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.bot.scripted import ScriptedProvider, call, text, tools
 from tests.databases import fresh_url
 from tools import registry

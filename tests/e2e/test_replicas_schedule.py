@@ -20,8 +20,8 @@ from bot.digest.schedule import DigestScheduler
 from storage import repositories
 from storage.db import Database
 from storage.repositories import SubscriptionRow
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import postgres_url
 from tests.e2e import replicas as rs
 from tests.e2e.fake_slack import FakeSlack

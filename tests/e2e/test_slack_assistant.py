@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from bot.digest import DigestScheduler
 from bot.reminders import ReminderScheduler
 from bot.slack.assistant import SUGGESTED_PROMPTS
-from storage import slack_state
+from storage.repositories import slack_state
 from tests.bot.fake_llm_server import FakeLLMServer, openai_text, openai_tool_calls
 from tests.e2e.bot_harness import Harness, running_bot
 from tests.e2e.slack_harness import (

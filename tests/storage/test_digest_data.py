@@ -1,4 +1,4 @@
-"""storage.digest_data on real SQLite: capture windows, counts, the send-once claim."""
+"""storage.repositories.digest_data on real SQLite: capture windows, counts, the send-once claim."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import digest_data, repositories
+from storage import repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.models import Capture
+from storage.repositories import digest_data
 from tests.databases import fresh_url
 
 

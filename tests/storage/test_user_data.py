@@ -1,4 +1,4 @@
-"""storage.user_data (export rows, forget, retention) and storage.slack_state (the reminder
+"""storage.repositories.user_data (export rows, forget, retention) and storage.repositories.slack_state (the reminder
 claim, paused users, uninstalled workspaces) on the test's database."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage import journal, repositories, slack_state, user_data
+from storage import repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.models import Conversation, Turn
+from storage.repositories import journal, slack_state, user_data
 from tests.databases import fresh_url
 
 NOW = datetime.now(UTC)

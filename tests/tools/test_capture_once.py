@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 
 from storage.db import Database
 from storage.models import Capture
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import ids_on_disk
 from tools.base import ToolContext, derived_id

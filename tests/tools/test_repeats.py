@@ -10,8 +10,8 @@ from sqlalchemy import update
 
 from storage.db import Database
 from storage.models import Capture
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.tools.conftest import snapshot
 from tools.base import ToolContext
 from tools.registry import Execution, execute

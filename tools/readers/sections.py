@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from storage.store import Store
+from storage.vault.store import Store
 from tools.fence import BEGINS, Fence
 from tools.readers.pool import read_safely
 from tools.readers.read import Limits, Reading

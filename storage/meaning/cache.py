@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage import vectors
-from storage.index import vector_rows
+from storage.meaning import vector_rows, vectors
 
 MAX_BYTES = 512 * 2**20
 # Below this many rows the matrix product runs on the event loop (a thread hop costs more).

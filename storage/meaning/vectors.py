@@ -1,7 +1,7 @@
 """Sentence vectors as database values, and brute-force nearest neighbours in numpy.
 
 A vector is stored as a BLOB of little-endian float32 (384 of them = 1,536 bytes for
-all-MiniLM-L6-v2), the same bytes on every machine. Vectors are unit length (storage.embedding
+all-MiniLM-L6-v2), the same bytes on every machine. Vectors are unit length (storage.meaning.embedder
 makes them so), so cosine similarity is a dot product: one matrix-vector product over all of a
 vault's vectors (~1 ms per 10k on two cores, see docs/performance.md) needs no ANN index.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-DIM = 384  # all-MiniLM-L6-v2 (storage.embedding.DIM)
+DIM = 384  # all-MiniLM-L6-v2 (storage.meaning.embedder.DIM)
 DTYPE = np.dtype("<f4")
 Matrix = npt.NDArray[np.float32]
 

@@ -17,7 +17,7 @@ from storage.db import Database
 from storage.errors import StorageError
 from storage.index import SearchIndex
 from storage.types import Entry
-from storage.vault import Vault
+from storage.vault.files import Vault
 
 
 class Claim(Protocol):

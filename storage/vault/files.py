@@ -10,12 +10,23 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from storage.errors import InvalidValue, NotFound, UnsafePath
-from storage.files import (
+from storage.text import clean, clean_value, given_name, name_text
+from storage.types import (
+    ATTACHMENTS,
+    CATEGORIES,
+    CATEGORY_FIELDS,
+    DEFAULT_STATUS,
+    STATUS_VALUES,
+    TRASH_DIR,
+    Entry,
+    MoveResult,
+)
+from storage.vault.atomic import (
     TEMP_MAX_AGE,
     TEMP_NAME,
     clean_temp,
@@ -26,21 +37,15 @@ from storage.files import (
     write_atomic,
     write_new,
 )
-from storage.notes import ParsedNote, apply_changes, normalise_scalar, parse_note, render_note
-from storage.paths import resolve_in_vault, slugify
-from storage.text import clean, clean_value, given_name, name_text
-from storage.types import (
-    ATTACHMENTS,
-    CATEGORIES,
-    CATEGORY_FIELDS,
-    DATE_FIELDS,
-    DEFAULT_STATUS,
-    LIST_FIELDS,
-    STATUS_VALUES,
-    TRASH_DIR,
-    Entry,
-    MoveResult,
+from storage.vault.fields import checked_fields, default_value
+from storage.vault.note_text import (
+    ParsedNote,
+    apply_changes,
+    normalise_scalar,
+    parse_note,
+    render_note,
 )
+from storage.vault.paths import resolve_in_vault, slugify
 
 _MAX_SUFFIX = 10_000
 _PROTECTED = ("id", "created")  # set once by create(); update() refuses to change them
@@ -53,76 +58,6 @@ def new_id() -> str:
 def now_iso() -> str:
     """Local time with seconds and UTC offset, e.g. 2026-01-05T09:30:00+01:00."""
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def _default(field: str, category: str) -> Any:
-    if field == "status":
-        return DEFAULT_STATUS.get(category)
-    if field in LIST_FIELDS:
-        return []
-    return None
-
-
-def _check_value(key: str, value: Any) -> Any:
-    """A value fit for YAML frontmatter (JSON types), or InvalidValue."""
-    if value is None or isinstance(value, bool | int | float | str | dt.date):
-        return value
-    if isinstance(value, list | tuple):
-        return [_check_value(key, item) for item in value]
-    if isinstance(value, Mapping):
-        return {str(k): _check_value(key, v) for k, v in value.items()}
-    raise InvalidValue(f"field {key!r}: a {type(value).__name__} cannot be stored in a note")
-
-
-def _check_fields(category: str | None, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Validated copy: status per category, list fields as lists of strings."""
-    out: dict[str, Any] = {}
-    for key, value in fields.items():
-        if not isinstance(key, str) or not key.strip() or "\n" in key:
-            raise InvalidValue(f"field names must be non-empty one-line text, got {key!r}")
-        value = _check_value(key, value)
-        if key in LIST_FIELDS:
-            value = _as_str_list(key, value)
-        if key in DATE_FIELDS and value is not None:
-            value = _as_day(key, value)
-        if key == "status" and category in STATUS_VALUES:
-            allowed = STATUS_VALUES[category]
-            if not isinstance(value, str) or value.strip().lower() not in allowed:
-                raise InvalidValue(f"status {value!r} is not valid for {category}; "
-                                   f"use one of: {', '.join(allowed)}")
-            value = value.strip().lower()
-        out[key] = value
-    return out
-
-
-def _as_day(key: str, value: Any) -> str:
-    """A date field's value as YYYY-MM-DD; anything else is refused (a digest or reminder
-    would silently skip it)."""
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return value.isoformat()
-    text = value.strip() if isinstance(value, str) else ""
-    try:
-        if len(text) == 10 and text[4] == "-" and text[7] == "-":
-            return dt.date.fromisoformat(text).isoformat()
-    except ValueError:
-        pass
-    raise InvalidValue(f"{key} {value!r} is not a date (YYYY-MM-DD)")
-
-
-def _as_str_list(key: str, value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
-    if not isinstance(value, list):
-        raise InvalidValue(f"field {key!r} must be a list of text items")
-    items: list[str] = []
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, str | int | float):
-            raise InvalidValue(f"field {key!r} must be a list of text items, got {item!r}")
-        if str(item).strip():
-            items.append(str(item).strip())
-    return items
 
 
 class Vault:
@@ -258,7 +193,7 @@ class Vault:
             raise InvalidValue(f"unknown category {category!r}; use one of: "
                                f"{', '.join(CATEGORIES)}")
         name, body = given_name(name), clean(body)
-        given = _check_fields(category, clean_value(fields))
+        given = checked_fields(category, clean_value(fields))
         stamp = now_iso()
         front: dict[str, Any] = {"id": entry_id or new_id(), "category": category,
                                  "name": name.strip()}
@@ -266,7 +201,7 @@ class Vault:
         if name.strip() != stem and "aliases" not in given:
             front["aliases"] = [name.strip()]
         for field in CATEGORY_FIELDS[category]:
-            front[field] = given[field] if field in given else _default(field, category)
+            front[field] = given[field] if field in given else default_value(field, category)
         for field in ("confidence", "source"):
             if field in given:
                 front[field] = given[field]
@@ -300,7 +235,7 @@ class Vault:
                 raise InvalidValue(f"{key!r} cannot be changed")
         if "category" in changes and changes["category"] != current.category:
             raise InvalidValue("use move to change a note's category")
-        wanted = _check_fields(current.category, changes)
+        wanted = checked_fields(current.category, changes)
         wanted = {key: value for key, value in wanted.items()
                   if key != "updated" and (key not in parsed.frontmatter
                                            or normalise_scalar(value) != parsed.frontmatter[key])}
@@ -331,7 +266,7 @@ class Vault:
             changes["name"] = current.name  # the file name may change; keep the shown name
         for field in CATEGORY_FIELDS[category]:
             if field not in front:
-                changes[field] = _default(field, category)
+                changes[field] = default_value(field, category)
         allowed = STATUS_VALUES.get(category)
         status = front.get("status")
         if allowed and "status" in front and (not isinstance(status, str)
@@ -346,7 +281,7 @@ class Vault:
             return MoveResult(old_rel, old_rel, category, self._entry(old_rel,
                                                                       parse_note(new_text)))
         # The file keeps its name (slugs are for the notes the app makes), or the first of
-        # `Name 2`, `Name 3`, ... that is not `taken` (storage/relink.py `names_blocked`).
+        # `Name 2`, `Name 3`, ... that is not `taken` (storage/vault/relink.py `names_blocked`).
         target = write_new(self.root / category, path.stem, new_text, taken,
                            suffix=path.suffix, sep=name_sep(path.stem))
         path.unlink()

@@ -22,8 +22,8 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from storage import vectors
-from storage.embed_text import embed_key, texts_for_note
+from storage.meaning import vectors
+from storage.meaning.texts import embed_key, texts_for_note
 from storage.text import clean_text
 
 # The column's kind per engine: "blob" (SQLite, BYTEA) or "pgvector".

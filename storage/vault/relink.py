@@ -14,11 +14,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
-from storage.files import name_sep, numbered, write_atomic
 from storage.index import SearchIndex
 from storage.index.backlinks import backlinks, resolve_link
-from storage.links import link_key, retarget
-from storage.vault import Vault
+from storage.vault.atomic import name_sep, numbered, write_atomic
+from storage.vault.files import Vault
+from storage.vault.links import link_key, retarget
 
 MAX_NAME_TRIES = 100  # `Name 2` ... `Name 99` looked at; past them, the first free name
 

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storage.embed_text import RECIPE
-from storage.embedding import MODEL_ENV, Embedder, EmbeddingUnavailable, preload
+from storage.meaning.embedder import MODEL_ENV, Embedder, EmbeddingUnavailable, preload
+from storage.meaning.texts import RECIPE
 
 if TYPE_CHECKING:
-    from storage.vectors import Matrix
+    from storage.meaning.vectors import Matrix
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Meaning:
                     self._loader = None
                     self._off(str(exc))
                     return False
-                preload()  # here, not in the worker thread (see storage.embedding.preload)
+                preload()  # here, not in the worker thread (see storage.meaning.embedder.preload)
                 self._loading = asyncio.ensure_future(asyncio.to_thread(self._load, path, threads))
             await asyncio.shield(self._loading)
         return self.embedder is not None

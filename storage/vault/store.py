@@ -2,12 +2,12 @@
 
 Reads see edits made outside the bot (Obsidian, git): a one-shot command rescans the vault
 before it reads; a long-running process (`brain serve`, `brain mcp`) has the background
-indexer (storage/indexer.py) rescan every few seconds, and its Stores trust an index refreshed
+indexer (storage/index/indexer.py) rescan every few seconds, and its Stores trust an index refreshed
 within `fresh_within` seconds instead of rescanning on a reply's path. Every write goes to the
 vault, then re-indexes exactly the files it touched, so our own writes are visible at once (and
 `on_write` tells the indexer to embed them).
 
-With a `Meaning` (storage/meaning.py) search also ranks by meaning, and `nearby` finds the
+With a `Meaning` (storage/meaning/shared_model.py) search also ranks by meaning, and `nearby` finds the
 notes closest to a text.
 """
 
@@ -22,17 +22,14 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from storage import ids, relink
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import History
+from storage.history.recorded import Recorded
 from storage.index import SearchIndex
 from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
-from storage.locks import index_lock, write_lock
-from storage.meaning import Meaning
-from storage.paths import slugify
-from storage.recorded import Recorded
+from storage.meaning.shared_model import Meaning
 from storage.text import clean_text
 from storage.types import (
     TRASH_DIR,
@@ -44,7 +41,10 @@ from storage.types import (
     RefreshStats,
     VaultSummary,
 )
-from storage.vault import ATTACHMENTS, Vault
+from storage.vault import ids, relink
+from storage.vault.files import ATTACHMENTS, Vault
+from storage.vault.locks import index_lock, write_lock
+from storage.vault.paths import slugify
 
 # A rescan that took long is not repeated within this many seconds (per process and vault);
 # a cheap one (small vault) always runs, so an outside edit is seen by the very next query.
@@ -120,12 +120,12 @@ class Store(Recorded):
 
     async def drop_vectors(self) -> int:
         """Forget every vector of this vault, any model's (`brain forget`: kept by text hash)."""
-        from storage.index import vector_cache, vector_rows
+        from storage.meaning import cache, vector_rows
 
         async with index_turn(self.index.key), self.db.session() as session:
             removed = await vector_rows.drop_vault(session, self.index.key)
             await session.commit()
-            vector_cache.forget(vector_cache.database_url(session), self.index.key)
+            cache.forget(cache.database_url(session), self.index.key)
         return removed
 
     def _trusted(self) -> bool:
@@ -191,7 +191,7 @@ class Store(Recorded):
         return self.vault.read(await self.resolve(ref))
 
     async def _with_id(self, entry_id: str, at: str | None = None) -> Entry | None:
-        """storage/ids.py `with_id` (one query, no rescan)."""
+        """storage/vault/ids.py `with_id` (one query, no rescan)."""
         return await ids.with_id(self.db, self.index, entry_id, at)
 
     async def find_id(self, entry_id: str, *, at: str | None = None,
@@ -277,7 +277,7 @@ class Store(Recorded):
     # --- writing ----------------------------------------------------------------------------
 
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """The vault's write lock (storage/locks.py `write_lock`)."""
+        """The vault's write lock (storage/vault/locks.py `write_lock`)."""
         return write_lock(self.vault.root, self.db)
 
     async def link_to(self, rel: str) -> str:
@@ -293,7 +293,7 @@ class Store(Recorded):
                           ) -> tuple[Entry, bool]:
         """A new note (True), or, for a given `entry_id` (derived from a job or a saved
         message), the one another run or process made (False): never two in one vault. With a
-        `claim` (a capture's receipt, storage/ids.py) that note is the one the claim records,
+        `claim` (a capture's receipt, storage/vault/ids.py) that note is the one the claim records,
         never a file that merely carries the id, and the claim is recorded before the note is
         written. The lookup and the write are one step under the vault's write lock, and the
         new file is indexed before the lock is let go, so the other run's lookup sees it."""

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from storage.errors import InvalidValue
-from storage.yaml_bounds import check_size, check_tree
+from storage.vault.yaml_bounds import check_size, check_tree
 
 BOM = "\ufeff"
 _OPEN_RE = re.compile(r"---[ \t]*(\r?\n)")
@@ -97,7 +97,7 @@ _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoade
 
 def _load(yaml_text: str) -> tuple[Any, yaml.Node | None]:
     """The loaded data and its node tree (for line numbers); raises on broken YAML and on
-    YAML past storage/yaml_bounds.py's bounds (FrontmatterRefused)."""
+    YAML past storage/vault/yaml_bounds.py's bounds (FrontmatterRefused)."""
     check_size(yaml_text)
     loader = _SafeLoader(yaml_text)
     try:

@@ -46,7 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.errors import InvalidValue
 from storage.models import Job, utcnow
 from storage.repositories.common import dialect_insert
-from storage.shares import Shares, claimable, fair_order
+from storage.repositories.shares import Shares, claimable, fair_order
 from storage.text import clean_value
 
 STATES = ("pending", "running", "done", "failed")
@@ -162,7 +162,7 @@ async def clock(s: AsyncSession) -> datetime:
 
 
 # A job is claimable when it is pending (and its retry pause is over), or running under a lease
-# that ran out; and no earlier job of its lane is open (storage/shares.py). Built once.
+# that ran out; and no earlier job of its lane is open (storage/repositories/shares.py). Built once.
 _NOW = bindparam("now", type_=Job.__table__.c.lease_until.type)
 _SINCE = bindparam("since", type_=Job.__table__.c.finished_at.type)
 _CLAIMABLE = claimable(Job, _NOW)
@@ -189,7 +189,7 @@ async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
                 shares: Shares | None = None) -> list[JobRow]:
     """Take up to `limit` claimable jobs for `owner`; each gets a lease. Taken round-robin over
     the people the jobs are for, each person's in the order recorded, within `shares`' limits
-    (storage/shares.py); oldest first without them.
+    (storage/repositories/shares.py); oldest first without them.
 
     One `UPDATE ... WHERE id IN (picked) RETURNING`: on SQLite the statement runs under the
     database's write lock, on PostgreSQL the picked rows are locked `FOR UPDATE SKIP LOCKED`

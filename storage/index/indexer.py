@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from storage.db import Database
-from storage.locks import if_free
-from storage.meaning import Meaning
+from storage.meaning.shared_model import Meaning
+from storage.vault.locks import if_free
 
 if TYPE_CHECKING:
-    from storage.index.vector_rows import PendingNote
-    from storage.store import Store
+    from storage.meaning.vector_rows import PendingNote
+    from storage.vault.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
     `prune`) delete the vectors no note uses any more. Safe to stop at any point: with
     `budget` (seconds) it stops after the batch that passes it, and `pending` says how many
     notes are left for the next run."""
-    from storage.index import vector_rows
+    from storage.meaning import vector_rows
 
     stats = EmbedStats()
     if not await meaning.ready():
@@ -129,7 +129,7 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
 
 async def _embed_and_write(db: Database, vault_key: str, meaning: Meaning,
                            notes: list[PendingNote]) -> None:
-    from storage.index import vector_rows
+    from storage.meaning import vector_rows
 
     texts = [t for n in notes for t in n.texts]
     matrix = await asyncio.to_thread(meaning.embed_texts, texts)  # off the event loop
@@ -256,7 +256,7 @@ class Indexer:
     async def _embed_vault(self, key: str) -> bool:
         """Vectors for the vault's notes without them; False when another process of this
         machine is doing it now (each `--workers` process would embed the same notes)."""
-        from storage.index import vector_rows
+        from storage.meaning import vector_rows
 
         async with self.db.session() as session:
             generation = (await vector_rows.generations(session)).get(key, (0, 0))[0]
@@ -278,12 +278,12 @@ class Indexer:
 
     async def _warm(self, key: str) -> None:
         """Load the new vectors into this process's matrix now, so no turn waits for it."""
-        from storage.index import vector_cache
-        from storage.index.names import vault_state
+        from storage.index.fuzzy_names import vault_state
+        from storage.meaning import cache
 
         async with self.db.session() as session:
             state = await vault_state(session, key)
-            await vector_cache.matrix_for(session, key, self.meaning.model,
+            await cache.matrix_for(session, key, self.meaning.model,
                                           state.vector_generation)
 
     def _failed(self, what: str, exc: Exception) -> None:
