@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import select, update  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncSession  # noqa: E402
 
-from bot.jobs import METERED  # noqa: E402
+from bot.jobs.queue import METERED  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import Job  # noqa: E402
 from storage.repositories import journal

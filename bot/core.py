@@ -2,7 +2,7 @@
 database, each person's Store, the language model (made on first use), the capture receipts
 and the clock.
 
-Services (`bot/saving.py`, `bot/home.py`, the turn runner, ...) take a `Core` and never the
+Services (`bot/capture/messages.py`, `bot/home.py`, the turn runner, ...) take a `Core` and never the
 Brain: the Brain (`bot/brain.py`) builds one Core and hands it to each service it composes.
 Nothing heavy is imported here: the provider and the search-by-meaning keeper load when first
 asked for.
@@ -26,9 +26,9 @@ from storage.vault.store import Store
 VAULT_NAMES = frozenset({*CATEGORIES, TRASH_DIR, ATTACHMENTS})
 
 if TYPE_CHECKING:
-    from bot.index_keeper import IndexKeeper
     from bot.llm.configs import LLMConfig
     from bot.llm.types import Provider
+    from bot.stores import IndexKeeper
     from storage.meaning.shared_model import Meaning
     from storage.receipts import Receipts
 
@@ -97,9 +97,9 @@ class Core:
 
     @property
     def keeper(self) -> IndexKeeper:
-        """The Stores' search by meaning and the background indexer (bot.index_keeper)."""
+        """The Stores' search by meaning and the background indexer (bot.stores)."""
         if self._keeper is None:
-            from bot.index_keeper import IndexKeeper
+            from bot.stores import IndexKeeper
 
             self._keeper = IndexKeeper(self.settings, self.db, meaning=self._meaning)
         return self._keeper

@@ -124,7 +124,7 @@ def _upgrade(connection: Connection) -> None:
 
 
 # Connections of a server database kept for recording incoming work (and as many again at a
-# peak); the journal's group commit makes a burst a few statements (bot/jobs.py).
+# peak); the journal's group commit makes a burst a few statements (bot/jobs/queue.py).
 INTAKE_POOL = 2
 
 

@@ -284,7 +284,7 @@ class SlackTeam(Base):
 
 class SlackHome(Base):
     """The home workspace (migration 0010): its people's person keys are their plain Slack
-    user ids (bot/people.py). One row at most (id 1); the first claim wins."""
+    user ids (bot/tenancy/people.py). One row at most (id 1); the first claim wins."""
 
     __tablename__ = "slack_home"
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from storage.history.context import Tally
 from storage.types import CATEGORIES
-from tools.fence import unfenced
+from tools.capture.fence import unfenced
 
 if TYPE_CHECKING:
     from storage.db import Database
@@ -119,7 +119,7 @@ class ToolContext:
 
     def full_text(self, text: str) -> str:
         """The text a capture keeps: the whole message when the model passed the view of it,
-        and never our fence's marker lines (tools/fence.py)."""
+        and never our fence's marker lines (tools/capture/fence.py)."""
         if self.message and self.message_view and self.message_view != self.message \
                 and text.strip() == self.message_view.strip():
             return self.message

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from bot.llm.types import LLMError, Message, Provider, RequestOptions, ToolCall, ToolResult
-from bot.loop import LoopOutcome
+from bot.turn.loop import LoopOutcome
 from tools import answer
 from tools.answers.model import NOT_FOUND_WITH_MODEL
 from tools.registry import Execution, keeping_names

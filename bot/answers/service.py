@@ -17,9 +17,9 @@ from bot.answers.final import cite_prose
 from bot.core import Core
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import Provider, ToolCall, ToolSpec
-from bot.loop import LoopOutcome, run_turn
-from bot.replies import wording
-from bot.tool_calls import ToolCalls
+from bot.turn import wording
+from bot.turn.loop import LoopOutcome, run_turn
+from bot.turn.tool_calls import ToolCalls
 from tools.answers.model import NOT_FOUND_WITH_MODEL
 from tools.registry import TOOLS, Execution, execute
 

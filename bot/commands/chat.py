@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from bot.brain import Brain
     from bot.config import Settings
-    from bot.turns import TurnResult
+    from bot.turn.result import TurnResult
 
 HISTORY_SHOWN = 10  # changes /history lists
 LOG_TEXT = 200  # characters of a message or a reply `brain log` prints (--json: all)

@@ -202,7 +202,7 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
 
     settings = Settings()
     check_vault(settings, args)
-    from bot.index_keeper import cli_model
+    from bot.stores import cli_model
 
     model = cli_model(settings, wanted=meaning, threads=threads)
     loading = None

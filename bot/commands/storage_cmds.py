@@ -25,7 +25,7 @@ from bot.commands.common import (
     print_json,
     run,
 )
-from bot.commands.served import ask_server
+from bot.commands.via_server import ask_server
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -93,7 +93,7 @@ def checked_name(name: str) -> str:
     """A name given on the command line, by the vault's rule (no invisible characters, at most
     MAX_NAME characters), refused before anything is opened."""
     from storage.errors import InvalidValue
-    from tools.names import given
+    from tools.rules.naming import given
 
     try:
         return given(name)
@@ -227,7 +227,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if not changes and args.append is None:
         return fail("nothing to update: give key=value pairs and/or --append TEXT")
     from bot.config import Settings
-    from tools.dates import today_in, with_dates
+    from tools.rules.dates import today_in, with_dates
 
     try:  # due_date=tomorrow becomes its day, as in a capture; 2026-13-45 is refused
         changes = with_dates(changes, today_in(Settings().tz))

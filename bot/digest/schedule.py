@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.polling import Poller
+from bot.schedule.ticker import Poller
 from storage import repositories
 from storage.db import Database
 from storage.repositories import SubscriptionRow

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.brain import Brain
-from bot.commands.served import answering_cli
+from bot.commands.via_server import answering_cli
 from bot.config import Settings
 from bot.mcp.security import BearerToken, check_token, parse_hosts, transport_security
 

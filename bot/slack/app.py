@@ -28,15 +28,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestScheduler
-from bot.jobs import LEASE
-from bot.reminders import ReminderScheduler
+from bot.jobs.queue import LEASE
+from bot.jobs.worker import RETRY_DELAYS, Worker
+from bot.schedule.reminders import ReminderScheduler
 from bot.slack import cards, listeners
 from bot.slack.edge import EdgeError, check_request
+from bot.slack.handlers.turns import SlackWork
 from bot.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from bot.slack.intake import Intake, IntakeFailed
 from bot.slack.web import make_client
-from bot.slack.work import SlackWork
-from bot.worker import RETRY_DELAYS, Worker
 
 log = logging.getLogger(__name__)
 

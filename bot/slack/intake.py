@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.jobs import JobKind, JobQueue
+from bot.jobs.queue import JobKind, JobQueue
 from bot.slack.shared_files import files_of
 from storage.types import CATEGORIES
 from tools.web.links import unfurls_of
@@ -88,7 +88,7 @@ def team_id(body: dict[str, Any]) -> str | None:
 
 
 def for_person(spec: JobSpec, person: str, team: str | None) -> JobSpec:
-    """`spec` owned by `person` (the Slack user's person key, bot/people.py): the job's owner,
+    """`spec` owned by `person` (the Slack user's person key, bot/tenancy/people.py): the job's owner,
     the `user` of its payload (and of a button's press) and the end of its lane, which always
     ends with the user. The workspace goes with the payload, so the job answers with its
     token. Unchanged when the key is the plain user id and no workspace is named."""

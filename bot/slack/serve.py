@@ -156,7 +156,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     """Start the brain and serve Slack until SIGINT/SIGTERM, with `workers` processes
     running the work (this one and helpers, bot/slack/worker_pool.py)."""
     from bot.brain import Brain
-    from bot.commands.served import answering_cli
+    from bot.commands.via_server import answering_cli
     from bot.slack.worker_pool import WorkerPool
     from bot.slack.worker_pool import work_only as helper
 

@@ -339,7 +339,7 @@ async def cancel_pending(s: AsyncSession, reason: str, user_ids: list[str] | Non
                          *, prefix: str | None = None, plain: bool = False) -> int:
     """Fail the pending jobs (of these users, or all; of owners whose key starts with
     `prefix`; with `plain`, of owners whose key has no `-`: a workspace's people, see
-    bot/people.py): the app was uninstalled or a token revoked, so the work can no longer be
+    bot/tenancy/people.py): the app was uninstalled or a token revoked, so the work can no longer be
     done. Running jobs end on their own."""
     now = utcnow()
     query = update(Job).where(Job.state == "pending")

@@ -21,7 +21,7 @@ from storage.repositories.common import aware, not_empty, rowcount
 
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # Slack people: a Slack user id (U..., W... on Enterprise Grid), or the person key of someone
-# of another workspace (`T123-U456`, bot/people.py); CLI users such as "local" are not Slack's.
+# of another workspace (`T123-U456`, bot/tenancy/people.py); CLI users such as "local" are not Slack's.
 SLACK_USER = re.compile(r"^(?:[TE][A-Z0-9]{2,31}-)?[UW][A-Z0-9]{2,63}$")
 
 

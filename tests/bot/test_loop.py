@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from bot.llm.types import NamedTool, ToolCall, ToolSpec
-from bot.loop import REPEATED, TRUNCATED, run_turn
+from bot.turn.loop import REPEATED, TRUNCATED, run_turn
 from storage.db import Database
 from storage.vault.files import Vault
 from storage.vault.store import Store

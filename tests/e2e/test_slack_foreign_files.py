@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.saving import save_key
+from bot.capture.messages import save_key
 from tests.brain_cli import run_process
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.served import Served, served

@@ -27,7 +27,7 @@ from storage.vault.note_text import parse_note
 from storage.vault.store import Store
 from tests.databases import fresh_url
 from tools.base import ToolContext
-from tools.message_limits import not_text, refusal
+from tools.capture.limits import not_text, refusal
 from tools.registry import execute
 
 REPO = Path(__file__).resolve().parents[2]

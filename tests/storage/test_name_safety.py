@@ -93,8 +93,8 @@ RUNS = {  # texts with long runs of spaces, of each kind
 }
 LINEAR = """
 import sys, time
-from tools.dates import strip_dates
-from tools.names import subject
+from tools.rules.dates import strip_dates
+from tools.rules.naming import subject
 text = sys.stdin.read()
 started = time.perf_counter()
 strip_dates(text)

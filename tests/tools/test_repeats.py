@@ -1,4 +1,4 @@
-"""The same thought sent twice in a short while is one note (tools/repeats.py); after the
+"""The same thought sent twice in a short while is one note (tools/capture/repeats.py); after the
 window, or once its note is done or gone, the same words are a new thought."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from storage.vault.files import Vault
 from storage.vault.store import Store
 from tests.tools.conftest import snapshot
 from tools.base import ToolContext
+from tools.capture.repeats import REPEAT_WINDOW
 from tools.registry import Execution, execute
-from tools.repeats import REPEAT_WINDOW
 
 THOUGHT = "Renew the car insurance before March"
 

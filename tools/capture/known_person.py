@@ -13,7 +13,7 @@ from __future__ import annotations
 from storage.errors import StorageError
 from storage.types import Entry
 from tools.base import ToolContext, ToolOutput, entry_data
-from tools.dates import today_in
+from tools.rules.dates import today_in
 
 
 async def known_person(ctx: ToolContext, name: str) -> Entry | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.llm.types import Message, ToolResult
 
-# Tool results may be shortened mid-JSON in older turns (bot/history.py): read the fields
+# Tool results may be shortened mid-JSON in older turns (bot/turn/messages.py): read the fields
 # that identify a note with a pattern rather than a JSON parser. Paths and ids come first in
 # those results, so they survive the shortening.
 _STRING = r'"((?:[^"\\]|\\.)*)"'

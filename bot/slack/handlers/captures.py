@@ -18,11 +18,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.jobs import Handler, JobContext, JobKind
+from bot.jobs.queue import Handler, JobContext, JobKind
 from bot.slack import cards, shared_files, web
 from bot.slack.intake import permalink, plain_text, shared_text
 from bot.slack.shared_files import files_of
-from tools.message_limits import refusal
+from tools.capture.limits import refusal
 from tools.web.links import unfurls_of
 
 log = logging.getLogger(__name__)

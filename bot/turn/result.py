@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.history import receipt_message
 from bot.llm.types import Message, ToolCall, ToolResult, Usage
-from bot.loop import LoopOutcome
-from bot.prompts import FiledNote
-from bot.replies.truth import truthful
+from bot.turn.loop import LoopOutcome
+from bot.turn.messages import receipt_message
+from bot.turn.prompts import FiledNote
+from bot.turn.truth import truthful
 from tools.base import MAX_CHANGES_PER_TURN, ToolOutput
-from tools.intent import route
 from tools.registry import Execution, keeping_names
+from tools.rules.intent import route
 
 if TYPE_CHECKING:
     from storage.repositories import CaptureRow
@@ -230,7 +230,7 @@ def _name_of(capture: CaptureRow) -> str:
 
 
 def looks_like_thought(text: str) -> bool:
-    """Would a model file this? The rules of tools/intent.py answer it without one. A request
+    """Would a model file this? The rules of tools/rules/intent.py answer it without one. A request
     to change a note ("mark the passport as done") is not a thought; a statement about one
     ("the launch is blocked") is, when no note takes it."""
     decided = route(text, today=date.today())

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from tools.categories import category_of
-from tools.dates import due_date
-from tools.intent import route
-from tools.note_changes import STATUS_WORDS  # one vocabulary for a note's status
+from tools.rules.categories import category_of
+from tools.rules.dates import due_date
+from tools.rules.intent import route
+from tools.rules.note_changes import STATUS_WORDS  # one vocabulary for a note's status
 
 _FIX = re.compile(r"^\s*fix\s*:\s*([a-z]+)\s*[.!]?\s*$", re.IGNORECASE)
 

@@ -19,9 +19,9 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.core import Core
-from bot.jobs import JobKind
-from bot.polling import Poller
-from bot.tool_calls import ToolCalls
+from bot.jobs.queue import JobKind
+from bot.schedule.ticker import Poller
+from bot.turn.tool_calls import ToolCalls
 from storage.repositories import digest_data as q
 from storage.repositories import journal, slack_state
 from storage.types import STATUS_VALUES, Entry

@@ -16,11 +16,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import parse_digest_request
-from bot.jobs import Handler, JobContext, JobKind
-from bot.people import slack_user
+from bot.jobs.queue import Handler, JobContext, JobKind
 from bot.slack import cards, web
 from bot.slack.home_view import DIGEST_DAILY, DIGEST_WEEKLY, MODEL, UNDO_CHANGE, home_blocks
 from bot.slack.intake import parse_button_value  # the card's buttons: the same values
+from bot.tenancy.people import slack_user
 from storage.errors import StorageError
 
 log = logging.getLogger(__name__)

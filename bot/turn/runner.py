@@ -10,20 +10,18 @@ from __future__ import annotations
 import json
 import logging
 
-from bot import corrections
 from bot.answers.final import cite_prose, needs_citations
-from bot.conversations import Conversations
 from bot.core import Core
-from bot.history import build_history, receipt_message, stored_message
-from bot.index_keeper import IndexKeeper
-from bot.jobs import JobRow
+from bot.jobs.queue import JobRow
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, ToolCall, ToolSpec
-from bot.loop import LoopOutcome, run_turn
-from bot.prompts import system_prompt
-from bot.replies import wording
-from bot.tool_calls import ToolCalls
-from bot.turns import (
+from bot.stores import IndexKeeper
+from bot.turn import wording
+from bot.turn.conversations import Conversations
+from bot.turn.loop import LoopOutcome, run_turn
+from bot.turn.messages import build_history, receipt_message, stored_message
+from bot.turn.prompts import system_prompt
+from bot.turn.result import (
     ANSWERED_WITHOUT_FILING,
     Progress,
     TurnResult,
@@ -41,16 +39,18 @@ from bot.turns import (
     trouble,
     with_filed_summary,
 )
+from bot.turn.tool_calls import ToolCalls
 from storage import repositories
 from storage.errors import StorageDown
 from storage.history import collecting
 from tools import registry
 from tools.base import ToolContext
+from tools.capture.fence import Fence
+from tools.capture.limits import refusal
 from tools.classify_and_capture import file_thought
-from tools.fence import Fence
-from tools.message_limits import refusal
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
+from tools.rules import corrections
 from tools.web.links import message_links
 
 log = logging.getLogger(__name__)

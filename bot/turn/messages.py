@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.llm.types import Message, ToolCall, ToolResult
-from tools.fence import BEGINS, shortened
+from tools.capture.fence import BEGINS, shortened
 
 # Marks the replies the app wrote itself (receipts of what its tools did, the rescue, error
 # notices) in the history sent to the model, so a model does not copy them as its own words.
@@ -113,7 +113,7 @@ def shorten_results(message: Message, limit: int = OLD_RESULT_CHARS) -> Message:
 
 def shorten_captured(message: Message, limit: int = OLD_RESULT_CHARS) -> Message:
     """A user message of an older turn with the captured data beside it (files, pages) cut
-    to `limit` characters each, still fenced (tools/fence.py); a message stored before the
+    to `limit` characters each, still fenced (tools/capture/fence.py); a message stored before the
     fence had its files' text after `LEGACY_FILES`: that part is left out."""
     text = message.content
     if message.role != "user" or not text:

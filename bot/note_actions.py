@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Sequence
 
-from bot.conversations import Conversations
 from bot.core import Core
+from bot.turn.conversations import Conversations
 from storage.types import Change, MoveResult
 from tools.move_entry import move_note
 

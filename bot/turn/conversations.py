@@ -9,13 +9,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.core import Core
-from bot.jobs import LeaseLost
+from bot.jobs.queue import LeaseLost
 from storage import repositories
 from storage.repositories import ConversationRow, TurnRow, journal
 
 if TYPE_CHECKING:
-    from bot.loop import LoopOutcome
-    from bot.turns import TurnResult
+    from bot.turn.loop import LoopOutcome
+    from bot.turn.result import TurnResult
 
 # A stale card: (channel, message ts, the move's data, its text), to update in place.
 StaleCard = tuple[str, str, dict[str, Any], str]
@@ -132,7 +132,7 @@ class Conversations:
                      result: TurnResult | None = None, job_owner: str | None = None) -> None:
         """Store the whole turn at once: messages, tool runs, usage, and for a job the turn's
         result (in the same transaction: a job never has a finished turn without it)."""
-        from bot.history import message_to_dict
+        from bot.turn.messages import message_to_dict
 
         async with self.db.session() as s:
             await repositories.save_messages(s, conversation_id, turn_id,
@@ -157,7 +157,7 @@ class Conversations:
     async def record(self, key: str, user_id: str, user_text: str, reply: str) -> None:
         """An exchange that needed no model (a button press) joins the conversation's history."""
         from bot.llm.types import Message
-        from bot.loop import LoopOutcome
+        from bot.turn.loop import LoopOutcome
 
         conv = await self.get(key, user_id)
         outcome = LoopOutcome(text=reply, messages=[Message(role="user", content=user_text),

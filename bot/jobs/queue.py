@@ -1,5 +1,5 @@
 """Durable intake: the journal as the adapters see it (the worker that runs it is
-bot/worker.py).
+bot/jobs/worker.py).
 
 An adapter records a job (`JobQueue.record`) before it acknowledges the request, so a request
 Slack saw acknowledged is in the database. The `Worker` claims jobs with a lease and runs the

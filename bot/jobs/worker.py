@@ -1,4 +1,4 @@
-"""The worker: claims jobs of the journal (bot/jobs.py) with a lease and runs them.
+"""The worker: claims jobs of the journal (bot/jobs/queue.py) with a lease and runs them.
 
 A lease that runs out (the process died) makes the job claimable again, here or in another
 process; a failed attempt runs again after a pause, up to `max_attempts`, then the person is
@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from bot.jobs import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
+from bot.jobs.queue import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
 from storage.errors import unwritable
 
 log = logging.getLogger(__name__)

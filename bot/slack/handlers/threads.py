@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
-from bot.jobs import Handler, JobContext, JobKind
+from bot.jobs.queue import Handler, JobContext, JobKind
 from bot.slack import web
 from bot.slack.assistant import PROMPTS_TITLE, SUGGESTED_PROMPTS
 from bot.slack.intake import conversation_key

@@ -1,4 +1,4 @@
-"""Due-date reminders in Slack: the DM (claimed by bot.reminders' scheduler, delivered here
+"""Due-date reminders in Slack: the DM (claimed by bot.schedule.reminders' scheduler, delivered here
 once), and its Done and Snooze-a-day buttons (through the Brain's update tool; the DM then
 says what was done)."""
 
@@ -15,7 +15,7 @@ from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, SectionB
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
-from bot.jobs import Handler, JobContext, JobKind
+from bot.jobs.queue import Handler, JobContext, JobKind
 from bot.slack import cards, web
 
 log = logging.getLogger(__name__)

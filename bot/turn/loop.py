@@ -19,7 +19,6 @@ import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-from bot.history import receipt_message
 from bot.llm.types import (
     Completion,
     LLMError,
@@ -31,6 +30,7 @@ from bot.llm.types import (
     ToolSpec,
     Usage,
 )
+from bot.turn.messages import receipt_message
 from tools.registry import Execution
 
 Executor = Callable[[ToolCall], Awaitable[Execution]]

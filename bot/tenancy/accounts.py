@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.core import Core
-from bot.people import People
+from bot.tenancy.people import People
 from storage.repositories import journal, slack_state, user_data
 
 log = logging.getLogger(__name__)

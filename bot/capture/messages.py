@@ -17,10 +17,10 @@ from typing import Any
 from bot.core import Core
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, RequestOptions
-from bot.tool_calls import ToolCalls
+from bot.turn.tool_calls import ToolCalls
 from tools.base import derived_id
+from tools.capture.fence import RULE, Fence
 from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
-from tools.fence import RULE, Fence
 from tools.readers.sections import SharedFile, read_all
 from tools.web.links import message_links
 
@@ -96,7 +96,7 @@ class Saver:
         if isinstance(provider, OfflineProvider):
             return {}
         shown = text if len(text) <= MAX_HINT_TEXT else text[:MAX_HINT_TEXT]
-        # Someone else's words: fenced as data (tools/fence.py), so they can only be filed.
+        # Someone else's words: fenced as data (tools/capture/fence.py), so they can only be filed.
         label = f"Slack message by {author}" if author else "Slack message"
         options = RequestOptions(tool_schema=SCHEMA, tool_name="classify_and_capture",
                                  tool_description=DESCRIPTION)

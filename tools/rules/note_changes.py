@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from tools.categories import category_of
-from tools.dates import as_date
+from tools.rules.categories import category_of
+from tools.rules.dates import as_date
 
 # The words for a note's status, as people say them -> the value kept.
 STATUS_WORDS: dict[str, str] = {
@@ -64,7 +64,7 @@ _OPENING = re.compile(r"^(?:(?:(?:actually|also|btw|fyi|ok|okay|oh|so|and)\b[,:!
                       r"(?:update|news|good\s+news)\s*[,:!.\-]+)\s+)+", re.I)
 _ARTICLE = re.compile(r"^(?:the|my|our)\s+", re.I)
 _NOUN = re.compile(r"\s+(?:note|entry|task|todo|item)$", re.I)
-# Words that name no note: the thread's note ("mark it done": bot/corrections.py) or people.
+# Words that name no note: the thread's note ("mark it done": tools/rules/corrections.py) or people.
 _NOT_A_NAME = frozenset({
     "it", "that", "this", "these", "those", "them", "one", "note", "task", "everything", "all",
     "i", "we", "you", "he", "she", "they", "me", "us", "everyone", "nothing", "something",

@@ -9,7 +9,7 @@ wins; ties go to the first of people > admin > projects > ideas with a confidenc
 so the capture tool files to the inbox for review. When the rules are unsure, an optional
 `similar` callable (nearest labelled examples, e.g. by sentence vectors) may vote.
 
-Dates come from `tools.dates` (relative to the user's `today`), names from `tools.names`.
+Dates come from `tools.rules.dates` (relative to the user's `today`), names from `tools.rules.naming`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from datetime import date, tzinfo
 from typing import Any
 
 from storage.types import CATEGORIES, CATEGORY_FIELDS, DEFAULT_STATUS, FILED_CATEGORIES
-from tools.categories import CATEGORY_WORDS
-from tools.dates import due_date, strip_dates, today_in
-from tools.names import MAX_NAME, NOT_NAMES, PERSON, clean_person, subject
+from tools.rules.categories import CATEGORY_WORDS
+from tools.rules.dates import due_date, strip_dates, today_in
+from tools.rules.naming import MAX_NAME, NOT_NAMES, PERSON, clean_person, subject
 
 __all__ = ["FIELDS", "MAX_NAME", "PRIORITY", "UNSURE", "AnySimilar", "Classification",
            "Similar", "ask_similar", "classify", "classify_async", "due_date", "make_title", "neighbour_vote", "strip_dates", "subject", "today_in"]
@@ -83,7 +83,7 @@ _INVENTION = re.compile(r"^\s*(?:an?|some)\s+(?:\w+\s+){0,3}?(?:app|tool|extensi
                         r"podcast|book|course|site|website|device|gadget|feature|workshop)s?\b"
                         r"(?:\s+(?:that|which|to|for|where|with)\b)", re.I)
 # "Idea: ...", "Task - ...": a label naming the category, in the one vocabulary of category
-# words (tools/categories.py) plus the labels that only open a thought.
+# words (tools/rules/categories.py) plus the labels that only open a thought.
 _LABEL_CATEGORY = {**{w: c for w, c in CATEGORY_WORDS.items() if c != "inbox"},
                    "thought": "ideas", "someday": "ideas", "maybe": "ideas", "what if": "ideas",
                    "to-do": "admin", "reminder": "admin"}

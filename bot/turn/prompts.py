@@ -9,7 +9,7 @@ from datetime import datetime
 
 from bot.llm.types import CONTEXT_HEADING
 from storage.types import VaultSummary
-from tools.fence import RULE
+from tools.capture.fence import RULE
 
 FILED_HEADING = "Notes filed in this conversation:"
 MAX_FILED = 10  # the prompt stays bounded however long the thread is

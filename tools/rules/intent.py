@@ -6,7 +6,7 @@ decision against the tool specs it is actually given.
 A question-shaped proposal ("Could we gamify code reviews?", "What if we ...?") is a thought
 to capture; questions to the brain ("what's on my plate this week?", "who is Priya?") and
 commands ("find the note about the offsite") search, list or show. A message that names a
-note and a change to it ("mark the passport as done", tools/note_changes.py) changes that
+note and a change to it ("mark the passport as done", tools/rules/note_changes.py) changes that
 note, and never files a new one; when the change cannot be read, it asks.
 """
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from tools.categories import category_of
-from tools.classify_rules import Similar, classify
-from tools.note_changes import read_named
+from tools.rules.categories import category_of
+from tools.rules.classify import Similar, classify
+from tools.rules.note_changes import read_named
 
 HELP = ("Hi! Send me a thought and I'll file it (people, projects, ideas, admin). "
         "Ask \"what's active?\", \"find <words>\", \"show note <name>\" or \"digest\"; "

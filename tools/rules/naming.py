@@ -14,7 +14,7 @@ from datetime import date
 
 from storage.text import BIDI_CONTROLS, given_name, name_text
 from storage.types import mix_said
-from tools.dates import MONTHS, WEEKDAYS, strip_dates
+from tools.rules.dates import MONTHS, WEEKDAYS, strip_dates
 
 MAX_NAME = 60
 MAX_WORDS = 7  # a longer head is shortened at a connector word

@@ -18,19 +18,19 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestRequest
-from bot.jobs import Handler, JobContext, JobKind, JobRow
-from bot.people import slack_user
+from bot.jobs.queue import Handler, JobContext, JobKind, JobRow
 from bot.slack import cards, feedback, shared_files, turn_reply, web
 from bot.slack.answer_cards import note_view
-from bot.slack.capture_work import SaveWork
-from bot.slack.home_work import HomeWork
+from bot.slack.handlers.captures import SaveWork
+from bot.slack.handlers.home import HomeWork
+from bot.slack.handlers.reminders import ReminderWork
+from bot.slack.handlers.threads import ThreadWork
 from bot.slack.installs import NotInstalled, TokenFor, Workspaces
 from bot.slack.intake import conversation_key, parse_button_value, permalink
 from bot.slack.notices import Notices
 from bot.slack.owner import owner_only
-from bot.slack.reminder_work import ReminderWork
 from bot.slack.streaming import ReplyStream
-from bot.slack.thread_work import ThreadWork
+from bot.tenancy.people import slack_user
 
 # the Brain's expected failures reach adapters as these
 from storage.errors import StorageError, UnsafePath
@@ -321,7 +321,7 @@ class SlackWork:
             await self._tell_given_up(job, ref)
 
     async def waiting(self, job: JobContext, reason: str) -> None:
-        """The job waits for storage (bot/worker.py): said once, in the job's workspace."""
+        """The job waits for storage (bot/jobs/worker.py): said once, in the job's workspace."""
         try:
             workspace = await self.workspaces.of_job(job)
         except NotInstalled:
