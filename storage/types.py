@@ -77,18 +77,29 @@ class EntrySummary:
     snippet: str | None = None  # one_liner / next_action / context / start of the body
     updated: str | None = None
     score: float | None = None  # search relevance, higher is better
-    # Search: which signals found the note, with its rank in each ("words", "name",
+    # Search: which signals found the note, with its rank in each ("words", "stems", "name",
     # "meaning"; "exact" when its name is the query).
     signals: dict[str, int] | None = None
+    date: str | None = None  # the note's day (YYYY-MM-DD): created, a date in its title, or
+    # its file's time
+    # Search: the passage that matched ({"n": its number in the note, "heading", "text"}),
+    # and where the query's words are in `snippet` ([start, end] pairs).
+    passage: dict[str, Any] | None = None
+    marks: list[tuple[int, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "id": self.id, "name": self.name,
                                "category": self.category, "status": self.status,
-                               "snippet": self.snippet, "updated": self.updated}
+                               "snippet": self.snippet, "updated": self.updated,
+                               "date": self.date}
         if self.score is not None:
             out["score"] = round(self.score, 4)
         if self.signals is not None:
             out["signals"] = dict(self.signals)
+        if self.passage is not None:
+            out["passage"] = dict(self.passage)
+        if self.marks is not None:
+            out["marks"] = [list(m) for m in self.marks]
         return out
 
 

@@ -4,7 +4,8 @@ With a model configured, the model searches and answers, and its citations are c
 against the notes; without one, the sentences that answer the question are quoted from the
 best notes. When the model gives no answer (it cannot be reached, refuses the key, or keeps
 searching) the answer is the quoted one, and a notice (stderr; "notice" under --json) says so.
-`--json` prints {"answer", "found", "sources": [{"id", "path", "name", "quote"}], "notice"?}.
+`--json` prints {"answer", "found", "sources": [{"id", "path", "name", "quote", "date"}],
+"notice"?}; each source's date is its note's (created, a date in its title, or its file's).
 """
 
 from __future__ import annotations
@@ -55,4 +56,5 @@ def print_answer(answer: dict[str, Any]) -> None:
     if notes:
         print("\nSources:")
         for n, source in enumerate(notes, start=1):
-            print(f"  [{n}] {source['name']} ({source['path']})")
+            day = f", {source['date']}" if source.get("date") else ""
+            print(f"  [{n}] {source['name']} ({source['path']}{day})")

@@ -11,9 +11,11 @@ REDRAW_SECONDS = 0.25
 
 
 class ProgressLine:
-    def __init__(self, stream: TextIO, *, label: str = "embedding", quiet: bool = False) -> None:
+    def __init__(self, stream: TextIO, *, label: str = "embedding", unit: str = "passages",
+                 quiet: bool = False) -> None:
         self.stream = stream
         self.label = label
+        self.unit = unit
         self.live = not quiet and stream.isatty()
         self._drawn = 0.0
         self._shown = False
@@ -31,8 +33,8 @@ class ProgressLine:
         filled = int(width * done / total)
         bar = "#" * filled + "-" * (width - filled)
         eta = f", {_duration(left)} left" if left is not None and done < total else ""
-        self.stream.write(f"\r{self.label} [{bar}] {done:,}/{total:,} notes, "
-                          f"{rate:.1f} notes/s{eta}   ")
+        self.stream.write(f"\r{self.label} [{bar}] {done:,}/{total:,} {self.unit}, "
+                          f"{rate:.1f}/s{eta}   ")
         self.stream.flush()
         self._shown = True
 

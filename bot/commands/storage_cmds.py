@@ -169,6 +169,23 @@ def print_entry_list(result: EntryList) -> None:
     print(f"({len(result.entries)} of {result.total})")
 
 
+def print_search_results(result: EntryList) -> None:
+    """Each hit: category, status, the note's date, name and path; under it the passage that
+    matched, the query's words in **bold**."""
+    from storage.index.snippets import bolded
+
+    if not result.entries:
+        print("no entries")
+        return
+    for e in result.entries:
+        said = mix_said(e.name)
+        print("  ".join([e.category or "-", e.status or "-", e.date or (e.updated or "")[:10]
+                         or "-", e.name, e.path]) + (f"  {said}" if said else ""))
+        if e.snippet:
+            print(f"    {bolded(e.snippet, e.marks or [])}")
+    print(f"({len(result.entries)} of {result.total})")
+
+
 # --- verbs -----------------------------------------------------------------------------------
 
 def _verb(args: argparse.Namespace, op: Callable[[Opened], Awaitable[Any]],
@@ -208,10 +225,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     served = ask_server(args, "search", {"query": query, "category": args.category,
                                          "limit": args.limit})
     if served is not None:  # a running `brain serve`/`brain mcp` of this data answered
-        print_json(served) if args.json else print_entry_list(EntryList.from_dict(served))
+        print_json(served) if args.json else print_search_results(EntryList.from_dict(served))
         return 0
     return _verb(args, lambda v: v.store.search(query, category=args.category,
-                                                limit=args.limit), print_entry_list,
+                                                limit=args.limit), print_search_results,
                  searches=True)
 
 
@@ -285,9 +302,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         else:
             rate = f" ({embedded.notes / embedded.seconds:.1f} notes/s)" if embedded.notes and \
                 embedded.seconds > 0 else ""
-            print(f"vectors: {embedded.notes} note(s) given vectors ({embedded.embedded} "
-                  f"embedded) in {embedded.seconds:.1f}s{rate}; {embedded.pruned} unused "
-                  "removed")
+            print(f"vectors: {embedded.passages} passage(s) of {embedded.notes} note(s) given "
+                  f"vectors ({embedded.embedded} embedded) in {embedded.seconds:.1f}s{rate}; "
+                  f"{embedded.pruned} unused removed")
 
     def as_json(result: tuple[str, RefreshStats, Any]) -> dict[str, Any]:
         _, stats, (embedded, why) = result

@@ -24,6 +24,7 @@ from slack_sdk.models.blocks import (
 
 from bot.slack.mrkdwn import clip as clip
 from bot.slack.mrkdwn import escape as escape
+from bot.slack.mrkdwn import marked
 from bot.slack.mrkdwn import shown as shown
 from bot.slack.mrkdwn import title as title
 from bot.slack.validation import BODY_PREVIEW as BODY_PREVIEW
@@ -46,6 +47,7 @@ UNDO_ACTION = "undo_entry"
 UNDO_CHANGES_ACTION = "undo_changes"  # a turn's changes, through the vault's history
 OPEN_NOTE_ACTION = "open_note"  # a source's button (+ ":<n>": unique in one message)
 MAX_SOURCES = 5  # notes with a button under one answer
+SNIPPET_CHARS = 240  # of the passage a search hit shows
 
 # Fields worth showing on a filed-note card, in display order.
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
@@ -214,10 +216,13 @@ def list_blocks(data: dict[str, Any], *, heading: str) -> list[Block]:
         bits = [title(entry.get("category"))]
         if entry.get("status"):
             bits.append(str(entry["status"]))
+        if entry.get("date"):
+            bits.append(escape(str(entry["date"])))
         row = f"• *{shown(entry.get('name') or entry.get('path'), 120)}* — " + \
             ", ".join(bits)
-        if entry.get("snippet"):
-            row += f"\n    _{escape(clip(str(entry['snippet']), 100))}_"
+        if entry.get("snippet"):  # a search hit's: the passage that matched, words in bold
+            limit = SNIPPET_CHARS if entry.get("passage") else 100
+            row += f"\n    _{marked(str(entry['snippet']), entry.get('marks'), limit)}_"
         rows.append(row)
     blocks: list[Block] = [section(f"*{heading}* ({total})")]
     blocks.extend(text_sections("\n".join(rows)))
@@ -292,7 +297,8 @@ def answer_blocks(data: dict[str, Any]) -> list[Block]:
     buttons = []
     for n, note in enumerate(listed[:MAX_SOURCES]):
         quotes = " · ".join(f"“{escape(clip(q, 200))}”" for q in note["quotes"])
-        line = f"*{shown(note.get('name'))}* ({escape(str(note.get('path')))})"
+        day = f", {escape(str(note['date']))}" if note.get("date") else ""
+        line = f"*{shown(note.get('name'))}* ({escape(str(note.get('path')))}{day})"
         blocks.append(ContextBlock(elements=[MarkdownTextObject(
             text=clip(f"[{n + 1}] {line}" + (f": {quotes}" if quotes else ""), 3000))]))
         buttons.append(ButtonElement(

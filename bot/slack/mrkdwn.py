@@ -27,3 +27,17 @@ def clip(text: str, limit: int) -> str:
 
 def title(category: str | None) -> str:
     return (category or "note").capitalize()
+
+
+def marked(text: str, marks: Any, limit: int) -> str:
+    """A snippet escaped and clipped, the query's words in it (`marks`: [start, end] pairs
+    of `text`) in *bold*."""
+    text = clip(text, limit)
+    spans = sorted((int(m[0]), int(m[1])) for m in marks or [] if len(m) == 2)
+    out, at = [], 0
+    for start, end in spans:
+        if start < at or end > len(text) or start >= end:
+            continue
+        out += [escape(text[at:start]), "*", escape(text[start:end]), "*"]
+        at = end
+    return "".join(out) + escape(text[at:])

@@ -14,7 +14,9 @@ from typing import Any
 
 import yaml
 
-from storage.meaning.texts import embed_key, note_extra, texts_for_note
+from storage.index import passages as _passages
+from storage.index.note_dates import note_day
+from storage.meaning.texts import embed_key, note_extra, passage_text
 from storage.text import clean_values, name_text
 from storage.types import ATTACHMENTS, CATEGORIES
 from storage.vault.links import extract_links, link_key
@@ -115,6 +117,22 @@ class IndexedNote:
 
     row: dict[str, Any]
     links: list[dict[str, Any]] = field(default_factory=list)
+    passages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def passage_rows(vault_key: str, name: str, body: str, extra: str) -> list[dict[str, Any]]:
+    """The note's passages as `index_passages` rows (without their note's nid): every note
+    has one at least (a note with no body: its title and short fields). Passages past
+    MAX_PASSAGES get no vector (an empty key): their words still find the note."""
+    found = _passages.split(body) or [_passages.Passage(0, 0, "", 0)]
+    rows = []
+    for seq, p in enumerate(found):
+        key = ""
+        if seq < _passages.MAX_PASSAGES:
+            key = embed_key(passage_text(name, body[p.start:p.end], extra, first=seq == 0))
+        rows.append({"vault": vault_key, "seq": seq, "start_at": p.start, "end_at": p.end,
+                     "heading": p.heading, "embed_key": key})
+    return rows
 
 
 def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int) -> IndexedNote:
@@ -151,14 +169,16 @@ def extract_note(vault_key: str, rel: str, data: bytes, mtime_ns: int, size: int
         "body": parsed.body,
         "frontmatter": json.dumps(fm, ensure_ascii=False, default=str),
         "created": _as_text(fm.get("created")),
+        "dated": note_day(fm.get("created"), name, mtime_ns),
         "updated": updated, "updated_ts": updated_ts,
         "mtime_ns": mtime_ns, "size": size, "hash": hashlib.sha256(data).hexdigest(),
     }
     row = clean_values(row)  # NUL and lone surrogates: no database stores them
-    row["embed_key"] = embed_key(texts_for_note(row["name"], row["body"], note_extra(row)))
+    row["embed_key"] = None  # (before 0014: the note's one vector; now each passage has one)
     row["meta"] = " ".join((meta_token("v", vault_key), meta_token("c", row["category"]),
                             meta_token("s", row["status"])))
-    note = IndexedNote(row)
+    note = IndexedNote(row, passages=passage_rows(vault_key, row["name"], row["body"],
+                                                  note_extra(row)))
     found = list(extract_links(parsed.body))
     for key, value in _frontmatter_strings(fm):
         if "[[" in value:  # e.g. `related: "[[Sara]]"`

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.index.extract import meta_token
-from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits
+from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits, content_words
 
 # bm25 column weights: name, one_liner, context, next_action, body, meta (filter tokens only).
 BM25_WEIGHTS = (10.0, 5.0, 3.0, 3.0, 1.0, 0.0)
@@ -51,19 +51,41 @@ def match_expression(key: str, core: str, category: str | None, status: str | No
     return " AND ".join(parts)
 
 
-async def _count(session: AsyncSession, expression: str) -> int:
+EXACT = "index_fts"  # words as written (unicode61)
+STEMS = "index_stems"  # the same columns, words reduced to their stems (porter, migration 0014)
+
+
+async def _count(session: AsyncSession, expression: str, table: str = EXACT) -> int:
     result = await session.execute(
-        text("SELECT count(*) FROM index_fts WHERE index_fts MATCH :q"), {"q": expression})
+        text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": expression})
     return int(result.scalar() or 0)
 
 
-async def _ranked(session: AsyncSession, expression: str, depth: int) -> list[int]:
+async def _ranked(session: AsyncSession, expression: str, depth: int,
+                  table: str = EXACT) -> list[tuple[int, float]]:
+    """(nid, bm25 as a positive score) of the best `depth` matches."""
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     result = await session.execute(text(
-        f"SELECT rowid FROM index_fts WHERE index_fts MATCH :q "
-        f"ORDER BY bm25(index_fts, {weights}), rowid LIMIT :k"),
+        f"SELECT rowid, bm25({table}, {weights}) AS s FROM {table} WHERE {table} MATCH :q "
+        f"ORDER BY s, rowid LIMIT :k"),
         {"q": expression, "k": depth})
-    return [r[0] for r in result]
+    return [(r[0], -float(r[1])) for r in result]
+
+
+def _hits(ranked: list[tuple[int, float]], total: int, expression: str,
+          complete: bool = True) -> WordHits:
+    return WordHits([nid for nid, _ in ranked], total, expression, complete,
+                    dict(ranked))
+
+
+async def search_stems(session: AsyncSession, key: str, tokens: Sequence[str],
+                       category: str | None, status: str | None, depth: int,
+                       alone: bool) -> WordHits:
+    """Any of the query's words, by their stems ("researching" meets "research"), ranked by
+    bm25: a note scores by the words it has, each weighed by its rarity, as a textbook
+    BM25 does (framing words such as "how much did" left out)."""
+    terms = [f'"{t}"' for t in content_words(list(tokens))]
+    return await _search(session, key, terms, category, status, depth, alone, STEMS)
 
 
 async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
@@ -78,24 +100,35 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
     core = fts_expression(tokens)
     expression = match_expression(key, core, category, status, alone=alone)
     total = await _count(session, expression)
-    terms: list[str] = []
     if total == 0 and len(tokens) > 1:
         terms = fts_terms(tokens)
         terms = [t for t, w in zip(terms, tokens, strict=True)
                  if w.lower() not in STOPWORDS] or terms
-        core = " OR ".join(terms)
-        expression = match_expression(key, core, category, status, alone=alone)
-        total = await _count(session, expression)
+        return await _search(session, key, terms, category, status, depth, alone, EXACT)
+    if total == 0:
+        return WordHits([], 0, expression)
+    return await _search(session, key, [core], category, status, depth, alone, EXACT, total)
+
+
+async def _search(session: AsyncSession, key: str, terms: list[str], category: str | None,
+                  status: str | None, depth: int, alone: bool, table: str,
+                  total: int | None = None) -> WordHits:
+    """`terms` OR-ed (one term: as it is) in `table`, ranked whole when few notes match."""
+    core = " OR ".join(terms)
+    expression = match_expression(key, core, category, status, alone=alone)
+    if total is None:
+        total = await _count(session, expression, table)
     if total == 0:
         return WordHits([], 0, expression)
     if total <= RANK_ALL_LIMIT:
-        return WordHits(await _ranked(session, expression, depth), total, expression)
+        return _hits(await _ranked(session, expression, depth, table), total, expression)
     # (total stays exact: FTS5 counts from its index)
     narrowings = [(core, FIELD_COLUMNS), (core, "name")]
     if len(terms) > 1:
         # Rank by the rarer words first (what bm25 would weigh most anyway).
         counts = [(await _count(session, match_expression(key, t, category, status,
-                                                          alone=alone)), t) for t in terms]
+                                                          alone=alone), table), t)
+                  for t in terms]
         rare: list[str] = []
         seen_count = 0
         for count, term in sorted(counts):
@@ -105,19 +138,19 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
             seen_count += count
         if rare:
             narrowings.insert(0, (" OR ".join(rare), TEXT_COLUMNS))
-    ranked: list[int] = []
+    ranked: list[tuple[int, float]] = []
     for narrow_core, columns in narrowings:
         narrow = match_expression(key, narrow_core, category, status, columns, alone=alone)
-        if await _count(session, narrow) <= RANK_ALL_LIMIT:
-            ranked = await _ranked(session, narrow, depth)
+        if await _count(session, narrow, table) <= RANK_ALL_LIMIT:
+            ranked = await _ranked(session, narrow, depth, table)
             break
     if len(ranked) < depth:
         newest = await session.execute(text(
-            "SELECT rowid FROM index_fts WHERE index_fts MATCH :q ORDER BY rowid DESC "
+            f"SELECT rowid FROM {table} WHERE {table} MATCH :q ORDER BY rowid DESC "
             "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
-        seen = set(ranked)
-        ranked += [r[0] for r in newest if r[0] not in seen][:depth - len(ranked)]
-    return WordHits(ranked, total, expression, complete=False)
+        seen = {nid for nid, _ in ranked}
+        ranked += [(r[0], 0.0) for r in newest if r[0] not in seen][:depth - len(ranked)]
+    return _hits(ranked, total, expression, complete=False)
 
 
 async def members(session: AsyncSession, hits: WordHits, nids: Iterable[int]) -> set[int]:

@@ -1,26 +1,71 @@
-"""One order from several ranked lists (words, names, ...): reciprocal-rank fusion.
+"""One order from several signals: word stems, exact words, names and meaning, fused by score.
 
-Each signal contributes a list of nids, best first; a note's score is the sum over the lists of
-1 / (RRF_K + its rank there). Adding a signal (e.g. vectors) is one more list to `fuse`.
+Each signal scores the notes it found; each is brought to 0..1 within the query (words and
+names by their best, meaning between the nearest and the farthest of its list) and the fused
+score is a weighted sum. A strong word match and a strong meaning match both count: unlike a
+fusion by rank, a note that only one signal finds keeps what that signal says of it, and a
+signal that found nothing clear (a paraphrase's words, scattered over many notes) cannot push
+a note up by rank alone. The weights were chosen by measuring each signal alone and fused on
+the long-note set and the real vault's sets (docs/performance.md, "Recall on long notes:
+after"), not on any one query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-RRF_K = 60
-# A note whose name is exactly the query is what the user means: above any fused score
-# (the best possible from n lists is n / (RRF_K + 1)).
-EXACT_NAME_BOOST = 1.0
+# A note's words: its stems' bm25 (any word) plus EXACT_SHARE of its exact words' (all of
+# them when a note has them all), then brought to 0..1.
+EXACT_SHARE = 0.5
+WORDS = 0.5
+MEANING = 0.75  # its best passage
+SECOND = 0.5  # its second best passage: a note that says it twice
+NAMES = 0.5
+# A note of the time the query names ("in May", "last week"): above a note of another time
+# that matches as well.
+IN_TIME = 0.5
+# A note whose name is exactly the query is what the user means: above any fused score.
+EXACT_NAME_BOOST = 10.0
 
 
-def fuse(rankings: Iterable[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
-    """nid -> reciprocal-rank score summed over the ranked lists."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, nid in enumerate(ranking, start=1):
-            scores[nid] = scores.get(nid, 0.0) + 1.0 / (k + rank)
-    return scores
+def by_best(scores: Mapping[int, float]) -> dict[int, float]:
+    """Scores divided by the best (0..1); nothing when no score is above 0."""
+    best = max(scores.values(), default=0.0)
+    return {nid: max(0.0, s) / best for nid, s in scores.items()} if best > 0 else {}
+
+
+def words(stems: Mapping[int, float], exact: Mapping[int, float]) -> dict[int, float]:
+    """One word score per note from the stems' and the exact words' bm25."""
+    s, e = by_best(stems), by_best(exact)
+    return by_best({nid: s.get(nid, 0.0) + EXACT_SHARE * e.get(nid, 0.0)
+                    for nid in set(s) | set(e)})
+
+
+def meaning(best: Mapping[int, float], second: Mapping[int, float]) -> dict[int, float]:
+    """Each note's best and second passage by cosine, between the farthest (0) and the
+    nearest (1) of the list, weighted and summed."""
+    if not best:
+        return {}
+    high, low = max(best.values()), min(best.values())
+    if high <= low:
+        return {nid: MEANING for nid in best}
+
+    def scaled(cosine: float) -> float:
+        return max(0.0, (cosine - low) / (high - low))
+
+    return {nid: MEANING * scaled(best[nid]) + SECOND * scaled(second.get(nid, low))
+            for nid in best}
+
+
+def fuse(word_scores: Mapping[int, float], name_scores: Mapping[int, float],
+         meaning_scores: Mapping[int, float]) -> dict[int, float]:
+    """nid -> fused score (words and names weighted here; meaning already is)."""
+    names = by_best(name_scores)
+    out: dict[int, float] = {}
+    for nid in set(word_scores) | set(names) | set(meaning_scores):
+        out[nid] = (WORDS * word_scores.get(nid, 0.0) + NAMES * names.get(nid, 0.0)
+                    + meaning_scores.get(nid, 0.0))
+    return out
 
 
 def boost(scores: dict[int, float], nids: Iterable[int],

@@ -35,16 +35,16 @@ from storage.meaning.shared_model import Meaning
 from storage.vault.locks import if_free
 
 if TYPE_CHECKING:
-    from storage.meaning.vector_rows import PendingNote
+    from storage.meaning.vector_rows import PendingPassage
     from storage.vault.store import Store
 
 log = logging.getLogger(__name__)
 
-# Notes are read WINDOW at a time (newest first), sorted by length and embedded BATCH_NOTES
-# at a time (each written in its own short transaction): texts of similar length batch with
-# little padding, which measured 28 notes/s against 15 for batches in date order.
-WINDOW_NOTES = 128
-BATCH_NOTES = 32
+# Passages are read WINDOW at a time (newest notes first), sorted by length and embedded
+# BATCH_NOTES at a time (each written in its own short transaction): texts of similar length
+# batch with little padding, which measured 28 notes/s against 15 for batches in date order.
+WINDOW_NOTES = 256
+BATCH_NOTES = 48
 SCAN_EVERY = 2.0
 SLOW_SCAN_FACTOR = 10.0
 PRUNE_EVERY = 60.0  # seconds between checks for vectors no note uses, per vault
@@ -57,27 +57,29 @@ MAX_SETTLE = 2.0
 # While another process of the machine embeds a vault, this one looks again this often.
 BUSY_RETRY = 1.0
 
-# (notes done, notes to do in all, seconds since the start)
+# (passages done, passages to do in all, seconds since the start)
 Progress = Callable[[int, int, float], None]
 
 
 @dataclass
 class EmbedStats:
-    notes: int = 0  # notes that got vectors
+    passages: int = 0  # passages that got vectors (a short note is one passage)
     embedded: int = 0  # of them, embedded now (the others had a copy's or a former self's)
-    pruned: int = 0  # vector rows removed (no note uses them)
+    pruned: int = 0  # vector rows removed (no passage uses them)
     seconds: float = 0.0
-    pending: int = 0  # notes that still had none when the run stopped
+    pending: int = 0  # passages that still had none when the run stopped
+    notes: int = 0  # the notes those passages are of
 
 
 async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
                         batch: int = BATCH_NOTES, window: int = WINDOW_NOTES,
                         progress: Progress | None = None, prune: bool = True,
                         budget: float | None = None) -> EmbedStats:
-    """Give every note of the vault vectors of the meaning's model, newest first; then (with
-    `prune`) delete the vectors no note uses any more. Safe to stop at any point: with
-    `budget` (seconds) it stops after the batch that passes it, and `pending` says how many
-    notes are left for the next run."""
+    """Give every passage of the vault a vector of the meaning's model, those of the newest
+    notes first; then (with `prune`) delete the vectors no passage uses any more. Safe to
+    stop at any point: each batch is committed, and what is missing is found again from the
+    database. With `budget` (seconds) it stops after the batch that passes it, and `pending`
+    says how many passages are left for the next run."""
     from storage.meaning import vector_rows
 
     stats = EmbedStats()
@@ -90,28 +92,27 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
         async with db.session() as session:
             total = await vector_rows.count_pending(session, vault_key, model)
         progress(0, total, 0.0)
-    tried: set[int] = set()
+    tried: set[str] = set()
+    notes: set[int] = set()
     while True:
         async with db.session() as session:
-            notes = await vector_rows.pending(session, vault_key, model, window)
-            notes = [n for n in notes if n.nid not in tried]  # a note whose write did not take
-            if not notes:
-                break
-            have = await vector_rows.have(session, vault_key, model, [n.key for n in notes])
-            await vector_rows.set_keys(session, notes)
-            await session.commit()
-        tried.update(n.nid for n in notes)
-        todo = sorted({n.key: n for n in notes if n.key not in have}.values(),
-                      key=lambda n: sum(len(t) for t in n.texts))
-        stats.notes += len(notes) - len(todo)
+            found = await vector_rows.pending(session, vault_key, model, window)
+        found = [p for p in found if p.key not in tried]  # a write that did not take
+        if not found:
+            break
+        tried.update(p.key for p in found)
+        todo = sorted({p.key: p for p in found}.values(), key=lambda p: len(p.text))
+        notes.update(p.nid for p in found)
+        stats.notes = len(notes)
+        stats.passages += len(found) - len(todo)
         for at in range(0, len(todo), batch):
             part = todo[at:at + batch]
             await _embed_and_write(db, vault_key, meaning, part)
-            stats.notes += len(part)
+            stats.passages += len(part)
             stats.embedded += len(part)
             if progress is not None:
-                total = max(total, stats.notes)
-                progress(stats.notes, total, time.perf_counter() - started)
+                total = max(total, stats.passages)
+                progress(stats.passages, total, time.perf_counter() - started)
         if budget is not None and time.perf_counter() - started > budget:
             async with db.session() as session:
                 stats.pending = await vector_rows.count_pending(session, vault_key, model)
@@ -128,16 +129,11 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
 
 
 async def _embed_and_write(db: Database, vault_key: str, meaning: Meaning,
-                           notes: list[PendingNote]) -> None:
+                           passages: list[PendingPassage]) -> None:
     from storage.meaning import vector_rows
 
-    texts = [t for n in notes for t in n.texts]
-    matrix = await asyncio.to_thread(meaning.embed_texts, texts)  # off the event loop
-    rows, at = [], 0
-    for note in notes:
-        for chunk in range(len(note.texts)):
-            rows.append((note.key, chunk, matrix[at]))
-            at += 1
+    matrix = await asyncio.to_thread(meaning.embed_texts, [p.text for p in passages])
+    rows = [(p.key, 0, matrix[i]) for i, p in enumerate(passages)]
     async with db.session() as session:
         await vector_rows.write(session, vault_key, meaning.model, rows)
         await session.commit()

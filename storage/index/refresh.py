@@ -56,7 +56,7 @@ def scanned(db: Database, vault_key: str, seconds: float) -> None:
 _NOTE_COLUMNS = (
     "vault", "path", "id", "name", "name_key", "stem_key", "category", "status",
     "one_liner", "context", "next_action", "due_date", "tags", "body", "frontmatter", "created",
-    "updated", "updated_ts", "mtime_ns", "size", "hash", "embed_key",
+    "dated", "updated", "updated_ts", "mtime_ns", "size", "hash", "embed_key",
 )
 _NUMBERS = {"updated_ts": Float, "mtime_ns": BigInteger, "size": BigInteger}
 _NOTES = Table("index_notes", MetaData(), Column("nid", BigInteger, primary_key=True),
@@ -65,6 +65,21 @@ _INSERT_NOTE = insert(_NOTES).returning(_NOTES.c.nid, sort_by_parameter_order=Tr
 _INSERT_FTS = text(
     "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body, meta) "
     "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
+)
+# The stems table has no content of its own (migration 0014): a row is deleted by giving
+# FTS5 the values it was indexed with, which `index_fts` holds.
+_INSERT_STEMS = text(
+    "INSERT INTO index_stems (rowid, name, one_liner, context, next_action, body, meta) "
+    "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
+)
+_DELETE_STEMS = text(
+    "INSERT INTO index_stems (index_stems, rowid, name, one_liner, context, next_action, body, "
+    "meta) SELECT 'delete', rowid, name, one_liner, context, next_action, body, meta "
+    "FROM index_fts WHERE rowid = :nid"
+)
+_INSERT_PASSAGE = text(
+    "INSERT INTO index_passages (vault, nid, seq, start_at, end_at, heading, embed_key) "
+    "VALUES (:vault, :nid, :seq, :start_at, :end_at, :heading, :embed_key)"
 )
 _INSERT_LINK = text(
     "INSERT INTO index_links (vault, source_path, target, target_key, target_base, heading, "
@@ -158,10 +173,14 @@ def _stat_paths(vault: Vault, rels: Sequence[str]) -> list[tuple[str, int, int]]
 async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
     rows = [{c: note.row[c] for c in _NOTE_COLUMNS} for note in notes]
     nids = (await session.execute(_INSERT_NOTE, rows)).scalars().all()
+    for note, nid in zip(notes, nids, strict=True):
+        note.row["nid"] = nid
     if has_fts(session):
-        for note, nid in zip(notes, nids, strict=True):
-            note.row["nid"] = nid
         await session.execute(_INSERT_FTS, [note.row for note in notes])
+        await session.execute(_INSERT_STEMS, [note.row for note in notes])
+    passages = [{**p, "nid": note.row["nid"]} for note in notes for p in note.passages]
+    if passages:
+        await session.execute(_INSERT_PASSAGE, passages)
     links = [link for note in notes for link in note.links]
     if links:
         await session.execute(_INSERT_LINK, links)
@@ -180,7 +199,9 @@ async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
         if gone:
             nids = [{"nid": nid} for nid, _ in gone]
             if has_fts(session):
+                await session.execute(_DELETE_STEMS, nids)
                 await session.execute(text("DELETE FROM index_fts WHERE rowid = :nid"), nids)
+            await session.execute(text("DELETE FROM index_passages WHERE nid = :nid"), nids)
             await session.execute(text("DELETE FROM index_notes WHERE nid = :nid"), nids)
             await session.execute(
                 text("DELETE FROM index_links WHERE vault = :v AND source_path = :p"),
@@ -209,12 +230,13 @@ async def tidy(engine: AsyncEngine) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("ANALYZE index_notes"))
             await conn.execute(text("ANALYZE index_links"))
+            await conn.execute(text("ANALYZE index_passages"))
         return
     if engine.dialect.name != "postgresql":
         return
     async with engine.connect() as conn:
         auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await auto.execute(text("VACUUM (ANALYZE) index_notes, index_links"))
+        await auto.execute(text("VACUUM (ANALYZE) index_notes, index_links, index_passages"))
 
 
 async def refresh(session: AsyncSession, vault: Vault, key: str) -> RefreshStats:

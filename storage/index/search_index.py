@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import datetime as dt
 from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.index import backlinks as _backlinks
-from storage.index import fts5, fusion, tsvector
+from storage.index import fts5, fusion, summaries, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
 from storage.index.fuzzy_names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
-from storage.index.words import WordHits, query_tokens
-from storage.text import clean_text, name_text, visible_name
+from storage.index.summaries import Shown
+from storage.index.time_words import TimeRange, time_range
+from storage.index.words import WordHits, content_words, query_tokens
+from storage.text import clean_text, visible_name
 from storage.types import (
     CATEGORIES,
     BacklinkList,
@@ -35,6 +38,7 @@ from storage.vault.files import Vault
 from storage.vault.links import link_key
 
 if TYPE_CHECKING:
+    from storage.meaning.cache import Near
     from storage.meaning.vectors import Matrix
 
 MAX_LIMIT = 200
@@ -42,11 +46,8 @@ MAX_LIMIT = 200
 # the nearest notes are not about the query at all (calibrated on the real vault, see
 # docs/performance.md), and "no match" is the honest answer.
 MEANING_FLOOR = 0.3
-SNIPPET_CHARS = 140
-_SUMMARY_COLUMNS = (
-    "n.nid, n.path, n.id, n.name, n.category, n.status, n.one_liner, n.next_action, "
-    "n.context, substr(n.body, 1, 400), n.updated"
-)
+# Notes asked of meaning: enough that its nearest and farthest frame a fair 0..1 (fusion.py).
+MEANING_DEPTH = 50
 
 
 def _filters(category: str | None, status: str | None, params: dict[str, Any]) -> str:
@@ -72,7 +73,7 @@ class MeaningQuery:
 
 async def _by_meaning(session: AsyncSession, key: str, state: VaultState,
                       meaning: MeaningQuery | None, category: str | None, status: str | None,
-                      depth: int, floor: float) -> list[tuple[int, float]]:
+                      depth: int, floor: float) -> list[Near]:
     probe = await _start_meaning(session, key, state, meaning, category, status, depth)
     return await _finish_meaning(session, key, probe, category, status, depth, floor)
 
@@ -98,7 +99,7 @@ async def _start_meaning(session: AsyncSession, key: str, state: VaultState,
 
 async def _finish_meaning(session: AsyncSession, key: str, probe: asyncio.Task[Any] | None,
                           category: str | None, status: str | None, depth: int,
-                          floor: float) -> list[tuple[int, float]]:
+                          floor: float) -> list[Near]:
     if probe is None:
         return []
     from storage.meaning import cache
@@ -111,6 +112,10 @@ class WordSearch(Protocol):
     """What fts5.py (SQLite) and tsvector.py (PostgreSQL) both provide."""
 
     async def search_words(self, session: AsyncSession, key: str, tokens: Sequence[str],
+                           category: str | None, status: str | None, depth: int,
+                           alone: bool) -> WordHits: ...
+
+    async def search_stems(self, session: AsyncSession, key: str, tokens: Sequence[str],
                            category: str | None, status: str | None, depth: int,
                            alone: bool) -> WordHits: ...
 
@@ -143,46 +148,40 @@ class SearchIndex:
     async def _summaries(self, session: AsyncSession, nids: Sequence[int],
                          scores: Mapping[int, float] | None = None,
                          signals: Mapping[int, dict[str, int]] | None = None,
+                         shown: Mapping[int, Shown] | None = None,
                          ) -> list[EntrySummary]:
-        if not nids:
-            return []
-        result = await session.execute(text(
-            f"SELECT {_SUMMARY_COLUMNS} FROM index_notes n "
-            f"WHERE n.nid IN ({', '.join(str(int(i)) for i in nids)})"))
-        rows = {r[0]: r for r in result}
-        out = []
-        for nid in nids:
-            r = rows.get(nid)
-            if r is None:
-                continue
-            snippet = r[6] or r[7] or r[8] or " ".join((r[9] or "").split())[:SNIPPET_CHARS]
-            # (name_text: a row indexed before names were cleaned shows no bidi control)
-            out.append(EntrySummary(path=r[1], id=r[2], name=name_text(r[3] or "") or r[1],
-                                    category=r[4], status=r[5],
-                                    snippet=snippet or None, updated=r[10],
-                                    score=None if scores is None else scores.get(nid),
-                                    signals=None if signals is None else signals.get(nid)))
-        return out
+        return await summaries.summaries(session, nids, scores, signals, shown)
 
     async def search(self, session: AsyncSession, query: str, *, category: str | None = None,
                      status: str | None = None, limit: int = 10,
-                     meaning: MeaningQuery | None = None) -> EntryList:
-        """Words (FTS5 bm25 / tsvector ts_rank_cd), typo-tolerant names (rapidfuzz) and, with
-        `meaning`, the nearest notes by sentence vectors, fused by reciprocal rank; a note
-        named exactly as the query comes first. Each entry says which signals found it."""
+                     meaning: MeaningQuery | None = None,
+                     today: dt.date | None = None) -> EntryList:
+        """Word stems and exact words (FTS5 bm25 / tsvector ts_rank_cd), typo-tolerant names
+        (rapidfuzz) and, with `meaning`, the notes whose passages are nearest by sentence
+        vectors, fused by score (fusion.py); a note named exactly as the query comes first,
+        and when the query names a time ("in May", "last week"), the notes of that time
+        come before the others. Each entry says which signals found it, its date, and the
+        passage that matched."""
         limit = max(0, min(int(limit), MAX_LIMIT))
-        tokens = query_tokens(query if isinstance(query, str) else "")
+        query = query if isinstance(query, str) else ""
+        when = time_range(query, today or dt.datetime.now(dt.UTC).date())
+        tokens = query_tokens(query)
+        if when is not None:  # the time ranks by the notes' days; words and names the rest
+            if not content_words(query_tokens(when.rest), strict=True):
+                return await self._dated(session, when, category, status, limit)
+            tokens = query_tokens(when.rest)
         if not tokens:
             return EntryList([], 0)
         depth = max(limit * 3, 30)
         category = None if category is None else clean_text(category)
         status = None if status is None else clean_text(status)
         state = await vault_state(session, self.key)
-        probe = await _start_meaning(session, self.key, state, meaning, category, status, depth)
+        probe = await _start_meaning(session, self.key, state, meaning, category, status,
+                                     max(depth, MEANING_DEPTH))
         floor = meaning.floor if meaning is not None else 0.0
         try:
             return await self._fused(session, query, tokens, category, status, limit, depth,
-                                     state, probe, floor)
+                                     state, probe, floor, when)
         finally:
             if probe is not None and not probe.done():
                 probe.cancel()
@@ -190,10 +189,12 @@ class SearchIndex:
     async def _fused(self, session: AsyncSession, query: str, tokens: list[str],
                      category: str | None, status: str | None, limit: int, depth: int,
                      state: VaultState, probe: asyncio.Task[Any] | None,
-                     floor: float) -> EntryList:
+                     floor: float, when: TimeRange | None = None) -> EntryList:
         words = _words(session)
         hits = await words.search_words(session, self.key, tokens, category, status, depth,
                                         state.alone)
+        stems = await words.search_stems(session, self.key, tokens, category, status, depth,
+                                         state.alone)
         ranked, total = hits.ranked, hits.total
         names = await names_for(session, self.key, state.generation)
         fuzzy = names.match(" ".join(tokens), category, status)
@@ -208,9 +209,12 @@ class SearchIndex:
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
-        near = await _finish_meaning(session, self.key, probe, category, status, depth, floor)
-        lists = {"words": ranked, "name": fuzzy_ranked, "meaning": [nid for nid, _ in near]}
-        scores = fusion.fuse(lists.values())
+        near = await _finish_meaning(session, self.key, probe, category, status,
+                                     max(depth, MEANING_DEPTH), floor)
+        scores = fusion.fuse(fusion.words(stems.scores, hits.scores),
+                             {nid: fuzzy[nid] for nid in fuzzy_ranked},
+                             fusion.meaning({n.nid: n.score for n in near},
+                                            {n.nid: n.second for n in near}))
         # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category
         # index and scans thousands of rows; by name it is one index probe.
         named = await session.execute(text(
@@ -220,11 +224,40 @@ class SearchIndex:
                  if (category is None or note_category == category)
                  and (status is None or note_status == status)]
         total += sum(1 for nid in exact if nid not in scores)
+        if when is not None:
+            fusion.boost(scores, await self._within(session, scores, when), fusion.IN_TIME)
         fusion.boost(scores, exact)
-        order = fusion.order(scores, ranked, fuzzy)[:limit]
+        order = fusion.order(scores, stems.ranked or ranked, fuzzy)[:limit]
+        lists = {"words": ranked, "stems": stems.ranked, "name": fuzzy_ranked,
+                 "meaning": [n.nid for n in near]}
         signals = fusion.signals(order, lists, exact)
-        entries = await self._summaries(session, order, scores, signals)
+        shown = await summaries.passages_shown(session, order, query,
+                                                {n.nid: n.passage for n in near})
+        entries = await self._summaries(session, order, scores, signals, shown)
         return EntryList(entries, max(total, len(entries)))
+
+    async def _within(self, session: AsyncSession, nids: Iterable[int],
+                      when: TimeRange) -> builtins.list[int]:
+        """Of `nids`, the notes whose day is in the range."""
+        ids = [int(n) for n in nids]
+        if not ids:
+            return []
+        result = await session.execute(text(
+            "SELECT nid FROM index_notes WHERE nid IN :ids AND dated >= :a AND dated <= :b")
+            .bindparams(bindparam("ids", expanding=True)),
+            {"ids": ids, "a": when.first.isoformat(), "b": when.last.isoformat()})
+        return [r[0] for r in result]
+
+    async def _dated(self, session: AsyncSession, when: TimeRange, category: str | None,
+                     status: str | None, limit: int) -> EntryList:
+        """A query that is only a time ("notes from last week"): the notes of those days,
+        newest first."""
+        params: dict[str, Any] = {"v": self.key, "k": limit, "a": when.first.isoformat(),
+                                  "b": when.last.isoformat()}
+        where = "n.vault = :v AND n.dated >= :a AND n.dated <= :b" + _filters(
+            category, status, params)
+        return await self._page(session, where, "n.dated DESC, n.updated_ts DESC, n.path",
+                                params)
 
     async def nearby(self, session: AsyncSession, meaning: MeaningQuery, *, k: int,
                      floor: float, exclude: Collection[str] = ()) -> builtins.list[EntrySummary]:
@@ -233,7 +266,8 @@ class SearchIndex:
         state = await vault_state(session, self.key)
         near = await _by_meaning(session, self.key, state, meaning, None, None,
                                  k + len(exclude), floor=floor)
-        entries = await self._summaries(session, [nid for nid, _ in near], dict(near))
+        entries = await self._summaries(session, [n.nid for n in near],
+                                        {n.nid: n.score for n in near})
         return [e for e in entries if e.id not in exclude and e.path not in exclude][:k]
 
     async def list(self, session: AsyncSession, *, category: str | None = None,

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits
+from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits, content_words
 
 CONFIG = "brain_search"
 # ts_rank_cd weights for D (body), C (context, next action), B (one-liner), A (name): the
@@ -39,6 +39,8 @@ RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
 RANK_ALL_LIMIT = 400
 ALL = "search"  # every field, weighted
 FIELDS = "fields"  # name, one-liner, context, next action (no body)
+STEMS = "stems"  # every field, weighted, words reduced to their stems (migration 0014)
+STEMS_CONFIG = "brain_stems"  # `english` after `unaccent`
 
 
 def tsquery_terms(tokens: Sequence[str]) -> list[str]:
@@ -59,6 +61,7 @@ class _Query:
     category: str | None
     status: str | None
     column: str = ALL
+    config: str = CONFIG
     weights: tuple[float, ...] = ()  # with `terms`: rank by the sum of each word's rank x weight
     terms: tuple[str, ...] = ()
 
@@ -73,7 +76,7 @@ class _Query:
 
     @property
     def where(self) -> str:
-        sql = f"n.vault = :v AND n.{self.column} @@ to_tsquery('{CONFIG}', :q)"
+        sql = f"n.vault = :v AND n.{self.column} @@ to_tsquery('{self.config}', :q)"
         if self.category is not None:
             sql += " AND n.category = :category"
         if self.status is not None:
@@ -91,7 +94,7 @@ class _Query:
         """Up to `cap` matching nids with their ts_rank_cd."""
         result = await session.execute(text(
             f"SELECT n.nid, ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
-            f"to_tsquery('{CONFIG}', :q)) FROM index_notes n WHERE {self.where} "
+            f"to_tsquery('{self.config}', :q)) FROM index_notes n WHERE {self.where} "
             f"LIMIT {int(cap)}"), self.params)
         return [(r[0], float(r[1])) for r in result]
 
@@ -100,26 +103,35 @@ class _Query:
         return await _planned_rows(session, f"SELECT 1 FROM index_notes n WHERE {self.where}",
                                    self.params)
 
-    async def ranked(self, session: AsyncSession, depth: int) -> list[int]:
+    async def ranked(self, session: AsyncSession, depth: int) -> list[tuple[int, float]]:
+        """(nid, score) of the best `depth` matches."""
         params = self.params
         if self.terms:
             rank = " + ".join(
                 f"{w!r} * ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
-                f"to_tsquery('{CONFIG}', :t{i}))" for i, w in enumerate(self.weights))
+                f"to_tsquery('{self.config}', :t{i}){self.normalisation})"
+                for i, w in enumerate(self.weights))
             params |= {f"t{i}": t for i, t in enumerate(self.terms)}
         else:
-            rank = f"ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, to_tsquery('{CONFIG}', :q))"
+            rank = (f"ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
+                    f"to_tsquery('{self.config}', :q){self.normalisation})")
         result = await session.execute(text(
-            f"SELECT n.nid FROM index_notes n WHERE {self.where} "
-            f"ORDER BY {rank} DESC, n.nid LIMIT {int(depth)}"), params)
-        return [r[0] for r in result]
+            f"SELECT n.nid, {rank} AS s FROM index_notes n WHERE {self.where} "
+            f"ORDER BY s DESC, n.nid LIMIT {int(depth)}"), params)
+        return [(r[0], float(r[1])) for r in result]
+
+    @property
+    def normalisation(self) -> str:
+        """Stems rank as bm25 would: a long note's many words count less (ts_rank_cd's
+        normalisation 1: divided by 1 + the log of the note's length)."""
+        return ", 1" if self.column == STEMS else ""
 
     async def by_rarity(self, session: AsyncSession, terms: Sequence[str],
                         found: Sequence[int]) -> _Query:
         """This any-word query, ranked with each word weighted by bm25's idf: how many of
         the `found` notes have it, against the vault's size (the planner's estimate)."""
         counts = ", ".join(f"count(*) FILTER (WHERE n.{self.column} @@ to_tsquery("
-                           f"'{CONFIG}', :t{i}))" for i in range(len(terms)))
+                           f"'{self.config}', :t{i}))" for i in range(len(terms)))
         row = (await session.execute(
             text(f"SELECT {counts} FROM index_notes n WHERE n.nid IN :ids")
             .bindparams(bindparam("ids", expanding=True)),
@@ -146,22 +158,37 @@ async def _search(session: AsyncSession, key: str, tokens: Sequence[str], catego
         terms = [t for t, w in zip(terms, tokens, strict=True)
                  if w.lower() not in STOPWORDS] or terms
         query = _Query(key, " | ".join(terms), category, status)
-        found = await query.first(session, RANK_ALL_LIMIT + 1)
-        if len(terms) > 1 and 0 < len(found) <= RANK_ALL_LIMIT:
-            query = await query.by_rarity(session, terms, found)
+        return await _any(session, query, terms, depth)
+    return await _ranked_hits(session, query, found, depth)
+
+
+async def _any(session: AsyncSession, query: _Query, terms: list[str],
+               depth: int) -> WordHits:
+    """Any of `terms`: when few notes match, each word's rank weighed by its rarity."""
+    found = await query.first(session, RANK_ALL_LIMIT + 1)
+    if len(terms) > 1 and 0 < len(found) <= RANK_ALL_LIMIT:
+        query = await query.by_rarity(session, terms, found)
+    return await _ranked_hits(session, query, found, depth)
+
+
+async def _ranked_hits(session: AsyncSession, query: _Query, found: list[int],
+                       depth: int) -> WordHits:
     if len(found) <= RANK_ALL_LIMIT:
-        ranked = await query.ranked(session, depth) if found else []
-        return WordHits(ranked, len(found), query.tsquery, complete=True)
+        best = await query.ranked(session, depth) if found else []
+        return WordHits([nid for nid, _ in best], len(found), query.tsquery,
+                        complete=True, scores=dict(best))
     total = max(len(found), await query.estimate(session))
     # Too many to rank whole: the notes with the words in their fields first (ranked, when
     # they are few), then the newest of the first matches the index gave.
-    scored = await replace(query, column=FIELDS).first_scored(session, RANK_ALL_LIMIT + 1)
-    ranked = []
+    fields = replace(query, column=FIELDS, config=CONFIG)
+    scored = await fields.first_scored(session, RANK_ALL_LIMIT + 1)
+    ranked: list[int] = []
     if len(scored) <= RANK_ALL_LIMIT:
         ranked = [nid for nid, _ in sorted(scored, key=lambda s: (-s[1], s[0]))][:depth]
+    scores = {nid: score for nid, score in scored if nid in set(ranked)}
     seen = set(ranked)
     ranked += [nid for nid in sorted(found, reverse=True) if nid not in seen][:depth - len(ranked)]
-    return WordHits(ranked, total, query.tsquery, complete=False)
+    return WordHits(ranked, total, query.tsquery, complete=False, scores=scores)
 
 
 async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
@@ -174,6 +201,19 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
     # (On an error the transaction is rolled back, and the SET LOCAL with it.)
     await session.execute(text("SET LOCAL enable_seqscan = off"))
     hits = await _search(session, key, tokens, category, status, depth)
+    await session.execute(text("RESET enable_seqscan"))
+    return hits
+
+
+async def search_stems(session: AsyncSession, key: str, tokens: Sequence[str],
+                       category: str | None, status: str | None, depth: int,
+                       alone: bool) -> WordHits:
+    """Any of the query's words by their stems ("researching" meets "research"), each word's
+    rank weighed by its rarity when few notes match (framing words left out)."""
+    terms = [f"'{t}'" for t in content_words(list(tokens))]
+    query = _Query(key, " | ".join(terms), category, status, column=STEMS, config=STEMS_CONFIG)
+    await session.execute(text("SET LOCAL enable_seqscan = off"))
+    hits = await _any(session, query, terms, depth)
     await session.execute(text("RESET enable_seqscan"))
     return hits
 

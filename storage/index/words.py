@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Too common to carry a query on their own; dropped from OR retries and from name matching.
 _STOPWORDS_TEXT = """a an and are as at be but by de der die for from has have i in is it of on
@@ -30,3 +30,40 @@ class WordHits:
     total: int
     expression: str
     complete: bool = True
+    scores: dict[int, float] = field(default_factory=dict)  # nid -> its rank's score (> 0)
+
+
+# Words that only frame a question ("how much did...", "what was my..."): left out of the
+# any-word search of stems, where each word found adds to a note's score.
+_FRAMING_TEXT = """about after all also any before can could did do does he her his how into
+its just many me much my no not our own same she should some than their them then there these
+they those too very whom whose why would your yes"""
+FRAMING = STOPWORDS | frozenset(_FRAMING_TEXT.split())
+_SUFFIXES = (("ational", "ate"), ("ations", ""), ("ation", ""), ("ies", "y"), ("ied", "y"),
+             ("ing", ""), ("ers", ""), ("ed", ""), ("er", ""), ("es", ""), ("s", ""),
+             ("ly", ""))
+
+
+def stem(word: str) -> str:
+    """A light stem (plural and verb endings) to mark a query's words in a passage:
+    "researching" and "researched" both mark for "research"."""
+    word = word.lower()
+    for suffix, keep in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + keep
+            break
+    return word[:-1] if len(word) > 3 and word[-1] == "e" else word
+
+
+# Words that ask for notes of a time rather than about something ("what did I write").
+_ASKING_TEXT = """write wrote written note notes say said anything something happen happened
+do done"""
+_ASKING = frozenset(_ASKING_TEXT.split())
+
+
+def content_words(tokens: list[str], *, strict: bool = False) -> list[str]:
+    """The tokens that say what a query is about (none of FRAMING), or all of them (none
+    with `strict`, which also leaves out words that only ask for notes)."""
+    kept = [t for t in tokens if t.lower() not in FRAMING
+            and not (strict and t.lower() in _ASKING)]
+    return kept if kept or strict else tokens

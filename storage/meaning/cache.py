@@ -70,7 +70,8 @@ class VaultMatrix:
         self.max_vid = max(self.max_vid, loaded.max_vid)
 
     def top(self, query: vectors.Matrix, k: int) -> list[tuple[str, float]]:
-        """The k keys whose best vector is closest to `query`, with their cosine."""
+        """The k keys whose best vector is closest to `query`, with their cosine (one vector per
+    key: a passage's)."""
         rows = self.rows  # a snapshot: appends on the event loop write past it
         if len(self.keys) >= rows:  # one vector per key (the shipped recipe): no pooling
             found, scores = vectors.cosine_top_k(query, self.matrix[:rows], k)
@@ -146,27 +147,46 @@ async def top_keys(matrix: VaultMatrix, query: vectors.Matrix | None,
 
 
 def depth_for(depth: int, filtered: bool) -> int:
-    """How many nearest keys to take for `depth` notes (a filter keeps fewer of them)."""
-    return depth * (4 if filtered else 1) + 8
+    """How many nearest keys (passages) to take for `depth` notes: a long note's passages
+    crowd the nearest, and a filter keeps fewer of them."""
+    return depth * (12 if filtered else 4) + 16
+
+
+@dataclass(frozen=True)
+class Near:
+    """A note found by meaning: its best passage's cosine and number, and its next best
+    passage's cosine (0.0 when no other passage is among the nearest)."""
+
+    nid: int
+    score: float
+    passage: int
+    second: float = 0.0
 
 
 async def notes_of(session: AsyncSession, vault: str, keys: list[tuple[str, float]], *,
                    depth: int, floor: float, category: str | None = None,
-                   status: str | None = None) -> list[tuple[int, float]]:
-    """(nid, cosine) of the notes with these keys, best first, at least `floor`, within the
-    filters."""
-    score = {k: s for k, s in keys if s >= floor}
-    pairs = await vector_rows.notes_for_keys(session, vault, list(score), category, status)
-    found = sorted(((nid, score[key]) for nid, key in pairs), key=lambda p: (-p[1], p[0]))
-    return found[:depth]
+                   status: str | None = None) -> list[Near]:
+    """The notes of the passages with these keys, each with its best passages, best first,
+    the best at least `floor`, within the filters."""
+    score = dict(keys)
+    rows = await vector_rows.passages_for_keys(session, vault, list(score), category, status)
+    found: dict[int, list[tuple[float, int]]] = {}
+    for nid, seq, key in rows:
+        found.setdefault(nid, []).append((score[key], seq))
+    out = []
+    for nid, hits in found.items():
+        hits.sort(key=lambda h: (-h[0], h[1]))
+        if hits[0][0] >= floor:
+            out.append(Near(nid, hits[0][0], hits[0][1], hits[1][0] if len(hits) > 1 else 0.0))
+    out.sort(key=lambda n: (-n.score, n.nid))
+    return out[:depth]
 
 
 async def ranked(session: AsyncSession, vault: str, model: str, vector_generation: int,
                  query: vectors.Matrix, *, depth: int, floor: float,
                  category: str | None = None, status: str | None = None,
-                 ) -> list[tuple[int, float]]:
-    """(nid, cosine) of the notes nearest `query`, best first, at least `floor`, within the
-    filters."""
+                 ) -> list[Near]:
+    """The notes nearest `query`, best first, at least `floor`, within the filters."""
     want = depth_for(depth, category is not None or status is not None)
     keys = await nearest(session, vault, model, vector_generation, query, want)
     return await notes_of(session, vault, keys, depth=depth, floor=floor, category=category,

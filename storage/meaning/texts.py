@@ -1,9 +1,10 @@
-"""What of a note gets a sentence vector: its title plus the start of its body, in windows.
+"""What of a note gets a sentence vector: each of its passages, led by its title.
 
-Pure functions, no model. The embedder reads at most 256 tokens per text, and the cost of
-indexing grows with the number of texts, so a note gets its title + the first `window_words`
-words, plus (when `windows` > 1) more title-prefixed windows of the body. The measured trade-off
-between recall and notes per second is in docs/performance.md ("Search by meaning").
+Pure functions, no model. The product embeds every passage of a note (`passage_text`,
+storage/index/passages.py cuts them), so a sentence deep in a long note has a meaning too;
+`note_text_for_embedding` (a title and windows of the body's first words) is what the
+benches compare it with. The measured trade-offs are in docs/performance.md ("Search by
+meaning", "Recall on long notes").
 
 Markdown that carries no meaning for the model (link targets, URLs, comments, emphasis marks,
 table rules) is reduced to its words first, so a window holds words rather than punctuation.
@@ -80,14 +81,12 @@ def note_text_for_embedding(name: str, body: str, *, windows: int = DEFAULT_WIND
     return texts or [""]
 
 
-# What of a note gets vectors (measured in docs/performance.md, "Search by meaning"): one
-# vector per note, "title. one-liner / next action / context" + the first 120 words. A
-# second window or the bare title as a vector of its own did not find more notes in the
-# eval, and one vector per note halves the memory and the time of a search at 50k notes.
-# Part of the model id stored with the vectors: changing it re-embeds every note.
-RECIPE = "1x120"
+# What of a note gets vectors (measured in docs/performance.md, "Recall on long notes"): one
+# vector per passage (storage/index/passages.py), each "title + its words", the first also
+# with the note's one-liner / next action / context. Part of the model id stored with the
+# vectors: changing it re-embeds every note.
+RECIPE = "p40x150"
 EXTRA_FIELDS = ("one_liner", "next_action", "context")
-_BODY_CHARS = 40 * WINDOW_WORDS * 4  # room for 120 words between much markup
 
 
 def note_extra(fields: dict[str, object]) -> str:
@@ -96,15 +95,19 @@ def note_extra(fields: dict[str, object]) -> str:
                     if isinstance(fields.get(f), str) and str(fields[f]).strip())
 
 
-def texts_for_note(name: str, body: str, extra: str = "") -> list[str]:
-    """The texts embedded for one note under RECIPE."""
-    # Only the start of the body is embedded: no need to clean a 1 MB paste to find it.
-    return note_text_for_embedding(name, body[:_BODY_CHARS], windows=1,
-                                   window_words=WINDOW_WORDS, extra=extra, title_alone=False)
+def passage_text(name: str, text: str, extra: str = "", *, first: bool = False) -> str:
+    """What one passage's vector is made from: the note's title (and, for its first passage,
+    the short fields that say what it is about), then the passage's words."""
+    title = _SPACE.sub(" ", name).strip()
+    lead = title
+    if first and extra.strip():
+        extra = _SPACE.sub(" ", extra).strip()
+        lead = f"{title}. {extra}" if title else extra
+    return f"{lead}\n{' '.join(plain_words(text))}".strip()
 
 
-def embed_key(texts: list[str]) -> str:
-    """Names what a note's vectors are made from (RECIPE + its texts): equal keys, equal
-    vectors, so a note that is moved or whose status changes keeps its vectors."""
-    data = "\x00".join((RECIPE, *texts)).encode("utf-8", "replace")
+def embed_key(text: str) -> str:
+    """Names what a passage's vector is made from (RECIPE + its text): equal keys, equal
+    vectors, so a note that is moved, or whose other passages change, keeps them."""
+    data = "\x00".join((RECIPE, text)).encode("utf-8", "replace")
     return hashlib.sha256(data).hexdigest()[:32]

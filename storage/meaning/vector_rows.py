@@ -1,9 +1,10 @@
-"""The rows of `index_vectors` (migration 0006): which notes still need vectors, writing them,
-loading them as a matrix, mapping embed keys back to notes, pruning.
+"""The rows of `index_vectors` (migration 0006): which passages still need vectors, writing
+them, loading them as a matrix, mapping embed keys back to passages and notes, pruning.
 
-Vectors belong to an `embed_key` (a hash of the text they were made from), not to a note row:
-a note that is moved, retitled back, or whose status changes finds its vectors again by key,
-and two notes with the same text share them. Rows of every model live side by side; callers
+Vectors belong to an `embed_key` (a hash of the text they were made from: a passage's, see
+`index_passages`, migration 0014), not to a row: a note that is moved, retitled back, or whose
+status changes finds its vectors again by key, an edit re-embeds only the passages it changed,
+and two passages with the same text share them. Rows of every model live side by side; callers
 name the model (its id + `embed_text.RECIPE`).
 
 On SQLite and on PostgreSQL without pgvector the column holds `vectors.pack` bytes; with
@@ -23,7 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.meaning import vectors
-from storage.meaning.texts import embed_key, texts_for_note
+from storage.meaning.texts import passage_text
 from storage.text import clean_text
 
 # The column's kind per engine: "blob" (SQLite, BYTEA) or "pgvector".
@@ -31,13 +32,12 @@ _COLUMNS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
-class PendingNote:
-    """A note whose text has no vectors of the model yet."""
+class PendingPassage:
+    """A passage whose text has no vector of the model yet."""
 
-    nid: int
-    key: str  # its embed key (computed here for rows indexed before migration 0006)
-    stored_key: str | None  # what the row holds
-    texts: list[str]
+    nid: int  # its note
+    key: str  # its embed key
+    text: str  # what is embedded (storage.meaning.texts.passage_text)
 
 
 @dataclass(frozen=True)
@@ -69,36 +69,34 @@ def _extra(one_liner: str | None, next_action: str | None, context: str | None) 
     return " ".join(v.strip() for v in (one_liner, next_action, context) if v and v.strip())
 
 
+_WITHOUT_VECTOR = (
+    "p.vault = :v AND p.embed_key <> '' AND NOT EXISTS (SELECT 1 FROM index_vectors x "
+    "WHERE x.vault = p.vault AND x.model = :m AND x.key = p.embed_key)")
+
+
 async def pending(session: AsyncSession, vault: str, model: str,
-                  limit: int) -> list[PendingNote]:
-    """Up to `limit` notes without vectors of `model`, newest first (what users ask about)."""
+                  limit: int) -> list[PendingPassage]:
+    """Up to `limit` passages without vectors of `model`, those of the newest notes first
+    (what users ask about)."""
     result = await session.execute(text(
-        "SELECT n.nid, n.embed_key, n.name, n.body, n.one_liner, n.next_action, n.context "
-        "FROM index_notes n WHERE n.vault = :v AND (n.embed_key IS NULL OR NOT EXISTS ("
-        "SELECT 1 FROM index_vectors x WHERE x.vault = n.vault AND x.model = :m "
-        "AND x.key = n.embed_key)) ORDER BY n.updated_ts DESC, n.nid LIMIT :k"),
+        "SELECT p.nid, p.embed_key, p.seq, p.start_at, p.end_at, n.name, n.body, n.one_liner, "
+        "n.next_action, n.context FROM index_passages p JOIN index_notes n ON n.nid = p.nid "
+        f"WHERE {_WITHOUT_VECTOR} ORDER BY n.updated_ts DESC, p.nid, p.seq LIMIT :k"),
         {"v": vault, "m": model, "k": limit})
     out = []
-    for nid, stored, name, body, one_liner, next_action, context in result:
-        texts = texts_for_note(name or "", body or "", _extra(one_liner, next_action, context))
-        out.append(PendingNote(int(nid), embed_key(texts), stored, texts))
+    for nid, key, seq, start, end, name, body, one_liner, next_action, context in result:
+        extra = _extra(one_liner, next_action, context)
+        out.append(PendingPassage(int(nid), key, passage_text(
+            name or "", (body or "")[start:end], extra, first=seq == 0)))
     return out
 
 
 async def count_pending(session: AsyncSession, vault: str, model: str) -> int:
+    """How many passages still need a vector of `model`."""
     result = await session.execute(text(
-        "SELECT count(*) FROM index_notes n WHERE n.vault = :v AND (n.embed_key IS NULL OR "
-        "NOT EXISTS (SELECT 1 FROM index_vectors x WHERE x.vault = n.vault AND x.model = :m "
-        "AND x.key = n.embed_key))"), {"v": vault, "m": model})
+        f"SELECT count(*) FROM index_passages p WHERE {_WITHOUT_VECTOR}"),
+        {"v": vault, "m": model})
     return int(result.scalar() or 0)
-
-
-async def set_keys(session: AsyncSession, notes: Sequence[PendingNote]) -> None:
-    """Store the keys of rows indexed before migration 0006 (or by older code)."""
-    changed = [{"nid": n.nid, "k": n.key} for n in notes if n.stored_key != n.key]
-    if changed:
-        await session.execute(text("UPDATE index_notes SET embed_key = :k WHERE nid = :nid"),
-                              changed)
 
 
 async def have(session: AsyncSession, vault: str, model: str, keys: Sequence[str]) -> set[str]:
@@ -190,42 +188,48 @@ async def _load_pg(session: AsyncSession, vault: str, model: str, after_vid: int
     return Loaded(int(rows[-1][0]), [r[1] for r in rows], matrix)
 
 
-async def notes_for_keys(session: AsyncSession, vault: str, keys: Sequence[str],
-                         category: str | None = None,
-                         status: str | None = None) -> list[tuple[int, str]]:
-    """(nid, key) of the vault's notes with these keys (and the filters)."""
+async def passages_for_keys(session: AsyncSession, vault: str, keys: Sequence[str],
+                            category: str | None = None,
+                            status: str | None = None) -> list[tuple[int, int, str]]:
+    """(nid, passage number, key) of the vault's passages with these keys (and the
+    filters on their notes)."""
     if not keys:
         return []
     names = {f"k{i}": key for i, key in enumerate(dict.fromkeys(keys))}
     params: dict[str, Any] = {"v": vault, **names}
-    sql = ("SELECT nid, embed_key FROM index_notes WHERE vault = :v AND embed_key IN "
-           f"({', '.join(':' + n for n in names)})")
+    source = "index_passages p"
+    if category is not None or status is not None:
+        source += " JOIN index_notes n ON n.nid = p.nid"
+    sql = (f"SELECT p.nid, p.seq, p.embed_key FROM {source} WHERE p.vault = :v AND "
+           f"p.embed_key IN ({', '.join(':' + n for n in names)})")
     if category is not None:
-        sql += " AND category = :category"
+        sql += " AND n.category = :category"
         params["category"] = clean_text(category)
     if status is not None:
-        sql += " AND status = :status"
+        sql += " AND n.status = :status"
         params["status"] = clean_text(status)
     result = await session.execute(text(sql), params)
-    return [(int(r[0]), r[1]) for r in result]
+    return [(int(r[0]), int(r[1]), r[2]) for r in result]
+
+
+_UNUSED = ("NOT EXISTS (SELECT 1 FROM index_passages p WHERE p.vault = index_vectors.vault "
+           "AND p.embed_key = index_vectors.key)")
 
 
 async def orphans(session: AsyncSession, vault: str, model: str) -> int:
     """How many of the vault's vector rows are of no use: another model's, or made from a
-    text no note has any more (a note removed or changed)."""
+    text no passage has any more (a note removed or changed)."""
     result = await session.execute(text(
-        "SELECT count(*) FROM index_vectors x WHERE x.vault = :v AND (x.model <> :m OR "
-        "NOT EXISTS (SELECT 1 FROM index_notes n WHERE n.vault = x.vault "
-        "AND n.embed_key = x.key))"), {"v": vault, "m": model})
+        f"SELECT count(*) FROM index_vectors WHERE vault = :v AND (model <> :m OR {_UNUSED})"),
+        {"v": vault, "m": model})
     return int(result.scalar() or 0)
 
 
 async def prune(session: AsyncSession, vault: str, model: str) -> int:
-    """Delete the vault's vectors that no note uses, and those of other models."""
+    """Delete the vault's vectors that no passage uses, and those of other models."""
     result = await session.execute(text(
-        "DELETE FROM index_vectors WHERE vault = :v AND (model <> :m OR NOT EXISTS ("
-        "SELECT 1 FROM index_notes n WHERE n.vault = index_vectors.vault "
-        "AND n.embed_key = index_vectors.key))"), {"v": vault, "m": model})
+        f"DELETE FROM index_vectors WHERE vault = :v AND (model <> :m OR {_UNUSED})"),
+        {"v": vault, "m": model})
     removed = int(getattr(result, "rowcount", 0) or 0)
     if removed:
         await bump(session, vault)

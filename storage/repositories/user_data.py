@@ -123,7 +123,8 @@ async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:
 
 
 # Tables a forget deletes from: on PostgreSQL their dead rows are vacuumed away at once.
-_FORGOTTEN_IN = ("index_notes", "index_links", "index_vectors", "conversations", "turns",
+_FORGOTTEN_IN = ("index_notes", "index_links", "index_vectors", "index_passages",
+                 "conversations", "turns",
                  "messages", "tool_runs", "captures", "jobs", "reminders")
 
 
@@ -136,6 +137,7 @@ async def scrub(engine: AsyncEngine) -> None:
     if engine.dialect.name == "sqlite":
         async with engine.connect() as conn:
             await conn.execute(text("INSERT INTO index_fts(index_fts) VALUES ('optimize')"))
+            await conn.execute(text("INSERT INTO index_stems(index_stems) VALUES ('optimize')"))
             await conn.commit()
             await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         return

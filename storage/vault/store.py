@@ -18,6 +18,7 @@ import builtins
 import contextlib
 import time
 from collections.abc import Callable, Collection
+from datetime import date
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -242,13 +243,16 @@ class Store(Recorded):
                             self.meaning_floor)
 
     async def search(self, query: str, *, category: str | None = None,
-                     status: str | None = None, limit: int = 10) -> EntryList:
+                     status: str | None = None, limit: int = 10,
+                     today: date | None = None) -> EntryList:
+        """`today`: the asker's day, for the times a query names ("last week")."""
         meaning = await self._meaning_query(query)
         try:
             await self._fresh()
             async with self.db.session() as session:
                 return await self.index.search(session, query, category=category,
-                                               status=status, limit=limit, meaning=meaning)
+                                               status=status, limit=limit, meaning=meaning,
+                                               today=today)
         finally:
             if meaning is not None and not meaning.vector.done():  # type: ignore[attr-defined]
                 meaning.vector.cancel()  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@ sentences that best answer it, each quoted from its note.
 
 Notes come from the Store's fused search (words, names, meaning); their sentences are scored
 by the question's words (weighted by how rare each is among the candidates) and, when the
-embedding model is there, by meaning. Below a floor the answer is "nothing found", with the
+embedding model is there, by meaning, those of the passage each note matched by first. Below a floor the answer is "nothing found", with the
 closest notes offered. A question that is a filter ("what's due this week?", "which projects
 are blocked?") lists the notes that pass it, each with the line that shows why.
 """
@@ -19,7 +19,7 @@ from storage.types import Entry, EntrySummary
 from storage.vault.store import Store
 from tools.answers.model import Answer, Source, closest, nothing_found
 from tools.answers.question import Question
-from tools.answers.sentences import Sentence, sentences, words
+from tools.answers.sentences import Sentence, normalise, sentences, words
 
 CANDIDATE_NOTES = 8  # notes whose sentences are read
 MEANING_SENTENCES = 32  # sentences embedded per question (the best by words, then the rest)
@@ -31,6 +31,7 @@ MEANING_FLOOR = 0.45
 # ... or some of both: a word of the question (a name) and a meaning near the floor.
 BOTH_FLOOR = (0.15, 0.38)
 PER_NOTE = 2  # sentences quoted from one note, so the next best note gets a say
+PASSAGE_PRIOR = 0.1  # a sentence of the passage the search found
 FILTER_LIMIT = 10
 
 
@@ -71,6 +72,7 @@ async def extractive(store: Store, question: Question) -> Answer:
     entries = await _read(store, hits[:CANDIDATE_NOTES])
     scored = _score_words(entries, query)
     _note_priors(scored, hits, query)
+    _passage_priors(scored, hits)
     await _score_meaning(store, scored, question.text)
     best = sorted(scored, key=lambda s: -s.score)
     if not best or not best[0].found:
@@ -85,7 +87,8 @@ async def extractive(store: Store, question: Question) -> Answer:
             continue
         chosen.append(s)
     chosen.sort(key=lambda s: (s.rank, s.sentence.position))
-    sources = [Source.of(s.entry, s.sentence.quote) for s in chosen]
+    days = {h.path: h.date for h in hits}
+    sources = [Source.of(s.entry, s.sentence.quote, days.get(s.entry.path)) for s in chosen]
     lines = [f"“{s.sentence.quote}” ({s.entry.name})" for s in chosen]
     return Answer(question=question.text, text="From your notes:\n" + "\n".join(lines),
                   found=True, sources=sources)
@@ -127,6 +130,17 @@ def _note_priors(scored: list[_Scored], hits: list[EntrySummary], query: str) ->
             s.prior += 0.25
         if s.entry.path in nearest:
             s.prior += 0.1
+
+
+def _passage_priors(scored: list[_Scored], hits: list[EntrySummary]) -> None:
+    """A sentence of the passage the search matched is likelier the answer: the answer
+    quotes the passage that holds it."""
+    matched = {h.path: normalise(str(h.passage.get("text") or ""))
+               for h in hits if h.passage}
+    for s in scored:
+        passage = matched.get(s.entry.path)
+        if passage and normalise(s.sentence.quote) in passage:
+            s.prior += PASSAGE_PRIOR
 
 
 async def _score_meaning(store: Store, scored: list[_Scored], query: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage.index.note_dates import written_day
 from storage.types import Entry, EntrySummary
 
 NOTHING = "Nothing in your notes about that."
@@ -19,13 +20,18 @@ class Source:
     path: str
     name: str
     quote: str
+    date: str | None = None  # the note's day (created, a date in its title, its file's time)
 
     @classmethod
-    def of(cls, entry: Entry, quote: str) -> Source:
-        return cls(entry.id or entry.path, entry.path, entry.name, quote)
+    def of(cls, entry: Entry, quote: str, date: str | None = None) -> Source:
+        return cls(entry.id or entry.path, entry.path, entry.name, quote,
+                   date or entry_day(entry))
 
     def to_dict(self) -> dict[str, str]:
-        return {"id": self.id, "path": self.path, "name": self.name, "quote": self.quote}
+        out = {"id": self.id, "path": self.path, "name": self.name, "quote": self.quote}
+        if self.date:
+            out["date"] = self.date
+        return out
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,12 @@ class Answer:
         if self.dropped:
             out["dropped"] = self.dropped
         return out
+
+
+def entry_day(entry: Entry) -> str | None:
+    """The day the note says it is of (its `created`, else a date in its title); a search
+    hit's `date` also knows the file's time for a note that says none."""
+    return written_day(entry.fields.get("created"), entry.name)
 
 
 def closest(hits: list[EntrySummary]) -> list[dict[str, str]]:
