@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 from storage.db import Database
 from storage.index import SearchIndex
-from storage.index.search_index import MeaningQuery
+from storage.index.meaning_probe import MeaningQuery
 from storage.meaning import vector_rows
 from storage.meaning.cache import _CACHE, VaultMatrix
 from storage.meaning.shared_model import Meaning
@@ -75,11 +75,13 @@ async def _timed_search(index: SearchIndex, db: Database, query: str,
 
 async def random_vectors(db: Database, vault: Vault, model: str = MODEL,
                          seed: int = 0) -> tuple[list[str], np.ndarray, float]:
-    """A random unit vector for every note of the vault: (keys, vectors, seconds to write)."""
+    """A random unit vector for every passage of the vault (a short note is one): (keys,
+    vectors, seconds to write)."""
     index = SearchIndex(vault)
     async with db.session() as s:
         keys = [r[0] for r in await s.execute(text(
-            "SELECT embed_key FROM index_notes WHERE vault = :v ORDER BY nid"), {"v": index.key})]
+            "SELECT DISTINCT embed_key FROM index_passages WHERE vault = :v AND embed_key <> '' "
+            "ORDER BY embed_key"), {"v": index.key})]
     vectors = _unit(np.random.default_rng(seed).standard_normal((len(keys), DIM)))
     t0 = time.perf_counter()
     for at in range(0, len(keys), 2000):

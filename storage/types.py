@@ -87,6 +87,16 @@ class EntrySummary:
     passage: dict[str, Any] | None = None
     marks: list[tuple[int, int]] | None = None
 
+    def marked_snippet(self, mark: str = "**") -> str:
+        """The snippet with the query's words between `mark`s (how a terminal shows them)."""
+        text, out, at = self.snippet or "", [], 0
+        for a, b in sorted((int(m[0]), int(m[1])) for m in self.marks or []):
+            if a < at or b > len(text):
+                continue
+            out += [text[at:a], mark, text[a:b], mark]
+            at = b
+        return "".join(out) + text[at:]
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "id": self.id, "name": self.name,
                                "category": self.category, "status": self.status,

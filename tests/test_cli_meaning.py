@@ -36,7 +36,7 @@ def test_reindex_embeds_and_search_explains_its_signals(
     cli = _cli(tmp_path, capsys)
     done = cli("reindex")
     assert done.code == 0, done.err
-    assert "added 3" in done.out and "vectors: 3 note(s) given vectors (3 embedded)" in done.out
+    assert "added 3" in done.out and "vectors: 3 passage(s) of 3 note(s) given vectors (3 embedded)" in done.out
     assert "embedding [" not in done.err  # no progress bar when stderr is not a terminal
     again = cli("reindex", "--json").json()
     assert again["meaning"] == "on" and again["vectors"]["embedded"] == 0

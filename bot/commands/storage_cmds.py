@@ -172,8 +172,6 @@ def print_entry_list(result: EntryList) -> None:
 def print_search_results(result: EntryList) -> None:
     """Each hit: category, status, the note's date, name and path; under it the passage that
     matched, the query's words in **bold**."""
-    from storage.index.snippets import bolded
-
     if not result.entries:
         print("no entries")
         return
@@ -182,7 +180,7 @@ def print_search_results(result: EntryList) -> None:
         print("  ".join([e.category or "-", e.status or "-", e.date or (e.updated or "")[:10]
                          or "-", e.name, e.path]) + (f"  {said}" if said else ""))
         if e.snippet:
-            print(f"    {bolded(e.snippet, e.marks or [])}")
+            print(f"    {e.marked_snippet()}")
     print(f"({len(result.entries)} of {result.total})")
 
 

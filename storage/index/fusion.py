@@ -13,10 +13,13 @@ after"), not on any one query.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 # A note's words: its stems' bm25 (any word) plus EXACT_SHARE of its exact words' (all of
 # them when a note has them all), then brought to 0..1.
 EXACT_SHARE = 0.5
+# A note only the stems found must score this share of the best stems' score to be shown.
+STEMS_ALONE = 0.5
 WORDS = 0.5
 MEANING = 0.75  # its best passage
 SECOND = 0.5  # its second best passage: a note that says it twice
@@ -34,11 +37,20 @@ def by_best(scores: Mapping[int, float]) -> dict[int, float]:
     return {nid: max(0.0, s) / best for nid, s in scores.items()} if best > 0 else {}
 
 
-def words(stems: Mapping[int, float], exact: Mapping[int, float]) -> dict[int, float]:
-    """One word score per note from the stems' and the exact words' bm25."""
+def weak(stems: Mapping[int, float], found: set[int]) -> set[int]:
+    """The notes only the stems found (no exact word, name or meaning) that score below
+    STEMS_ALONE of the best: one common word of the query, not what it asks for."""
+    s = by_best(stems)
+    return {nid for nid, score in s.items() if nid not in found and score < STEMS_ALONE}
+
+
+def words(stems: Mapping[int, float], exact: Mapping[int, float],
+          leave: AbstractSet[int] = frozenset()) -> dict[int, float]:
+    """One word score per note from the stems' and the exact words' bm25 (`leave`: notes
+    left out)."""
     s, e = by_best(stems), by_best(exact)
     return by_best({nid: s.get(nid, 0.0) + EXACT_SHARE * e.get(nid, 0.0)
-                    for nid in set(s) | set(e)})
+                    for nid in (set(s) | set(e)) - leave})
 
 
 def meaning(best: Mapping[int, float], second: Mapping[int, float]) -> dict[int, float]:

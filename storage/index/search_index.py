@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import datetime as dt
-from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,6 +21,12 @@ from storage.index import fts5, fusion, summaries, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
 from storage.index.fuzzy_names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
+from storage.index.meaning_probe import (
+    MeaningQuery,
+    by_meaning,
+    finish_meaning,
+    start_meaning,
+)
 from storage.index.summaries import Shown
 from storage.index.time_words import TimeRange, time_range
 from storage.index.words import WordHits, content_words, query_tokens
@@ -37,15 +42,7 @@ from storage.types import (
 from storage.vault.files import Vault
 from storage.vault.links import link_key
 
-if TYPE_CHECKING:
-    from storage.meaning.cache import Near
-    from storage.meaning.vectors import Matrix
-
 MAX_LIMIT = 200
-# A note found by meaning alone is shown only this close to the query (cosine): below it
-# the nearest notes are not about the query at all (calibrated on the real vault, see
-# docs/performance.md), and "no match" is the honest answer.
-MEANING_FLOOR = 0.3
 # Notes asked of meaning: enough that its nearest and farthest frame a fair 0..1 (fusion.py).
 MEANING_DEPTH = 50
 
@@ -59,53 +56,6 @@ def _filters(category: str | None, status: str | None, params: dict[str, Any]) -
         sql += " AND n.status = :status"
         params["status"] = clean_text(status)
     return sql
-
-
-@dataclass(frozen=True)
-class MeaningQuery:
-    """What search by meaning needs: the model the vectors were made with, and the query's
-    vector (a task, so the embedding runs while the words are searched; None: no model)."""
-
-    model: str
-    vector: Awaitable[Matrix | None]
-    floor: float = MEANING_FLOOR  # for notes found by meaning alone
-
-
-async def _by_meaning(session: AsyncSession, key: str, state: VaultState,
-                      meaning: MeaningQuery | None, category: str | None, status: str | None,
-                      depth: int, floor: float) -> list[Near]:
-    probe = await _start_meaning(session, key, state, meaning, category, status, depth)
-    return await _finish_meaning(session, key, probe, category, status, depth, floor)
-
-
-async def _start_meaning(session: AsyncSession, key: str, state: VaultState,
-                         meaning: MeaningQuery | None, category: str | None,
-                         status: str | None, depth: int) -> asyncio.Task[Any] | None:
-    """The nearest keys by meaning, as a task: the query's embedding and the matrix product
-    run in worker threads while the words are searched (the matrix is loaded first, on this
-    session; the task itself touches no database)."""
-    if meaning is None or not meaning.model:
-        return None
-    from storage.meaning import cache
-
-    matrix = await cache.matrix_for(session, key, meaning.model, state.vector_generation)
-    want = cache.depth_for(depth, category is not None or status is not None)
-
-    async def nearest() -> list[tuple[str, float]]:
-        return await cache.top_keys(matrix, await meaning.vector, want)
-
-    return asyncio.ensure_future(nearest())
-
-
-async def _finish_meaning(session: AsyncSession, key: str, probe: asyncio.Task[Any] | None,
-                          category: str | None, status: str | None, depth: int,
-                          floor: float) -> list[Near]:
-    if probe is None:
-        return []
-    from storage.meaning import cache
-
-    return await cache.notes_of(session, key, await probe, depth=depth, floor=floor,
-                                       category=category, status=status)
 
 
 class WordSearch(Protocol):
@@ -176,7 +126,7 @@ class SearchIndex:
         category = None if category is None else clean_text(category)
         status = None if status is None else clean_text(status)
         state = await vault_state(session, self.key)
-        probe = await _start_meaning(session, self.key, state, meaning, category, status,
+        probe = await start_meaning(session, self.key, state, meaning, category, status,
                                      max(depth, MEANING_DEPTH))
         floor = meaning.floor if meaning is not None else 0.0
         try:
@@ -209,9 +159,11 @@ class SearchIndex:
             else:
                 outside = {nid for nid in outside if fuzzy[nid] < 100.0}
         total += len(outside)
-        near = await _finish_meaning(session, self.key, probe, category, status,
+        near = await finish_meaning(session, self.key, probe, category, status,
                                      max(depth, MEANING_DEPTH), floor)
-        scores = fusion.fuse(fusion.words(stems.scores, hits.scores),
+        stems_only = fusion.weak(stems.scores, set(ranked) | set(fuzzy_ranked)
+                                 | {n.nid for n in near})
+        scores = fusion.fuse(fusion.words(stems.scores, hits.scores, leave=stems_only),
                              {nid: fuzzy[nid] for nid in fuzzy_ranked},
                              fusion.meaning({n.nid: n.score for n in near},
                                             {n.nid: n.second for n in near}))
@@ -264,7 +216,7 @@ class SearchIndex:
         """The k notes nearest a text by meaning (cosine >= floor, as `score`), except the
         notes whose id or path is in `exclude`."""
         state = await vault_state(session, self.key)
-        near = await _by_meaning(session, self.key, state, meaning, None, None,
+        near = await by_meaning(session, self.key, state, meaning, None, None,
                                  k + len(exclude), floor=floor)
         entries = await self._summaries(session, [n.nid for n in near],
                                         {n.nid: n.score for n in near})

@@ -79,14 +79,3 @@ def marked(text: str, stems: frozenset[str], width: int = SNIPPET_CHARS,
     shift = len(head) - start
     marks = [(a + shift, b + shift) for a, b in spots if a >= start and b <= end]
     return head + flat[start:end] + tail, marks
-
-
-def bolded(text: str, marks: Sequence[Sequence[int]], mark: str = "**") -> str:
-    """`text` with each marked span between `mark`s (how a terminal or Slack shows them)."""
-    out, at = [], 0
-    for a, b in sorted((int(m[0]), int(m[1])) for m in marks):
-        if a < at or b > len(text):
-            continue
-        out += [text[at:a], mark, text[a:b], mark]
-        at = b
-    return "".join(out) + text[at:]

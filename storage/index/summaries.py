@@ -64,10 +64,10 @@ async def passages_shown(session: AsyncSession, nids: Sequence[int], query: str,
         if span is None:
             continue
         passage = body[span.start:span.end]
+        # A note of one passage is its own passage: its snippet stays what lists show (its
+        # one-liner, next action or context when it has one).
         short = next((f for f in fields if f), None) if len(spans[nid]) == 1 else None
-        # A note of one passage keeps the snippet lists show (its one-liner...) when it
-        # has one and the query's words are not all in the body alone.
-        shown_text = short if short and not snippets.found_words(passage, stems) else passage
+        shown_text = short or passage
         snippet, marks = snippets.marked(shown_text, stems)
         out[nid] = Shown(span.seq, span.heading, passage[:snippets.PASSAGE_CHARS].strip(),
                          snippet, marks)

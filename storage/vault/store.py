@@ -28,8 +28,8 @@ from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import History
 from storage.history.recorded import Recorded
 from storage.index import SearchIndex
+from storage.index.meaning_probe import MEANING_FLOOR, MeaningQuery
 from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
-from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.meaning.shared_model import Meaning
 from storage.text import clean_text
 from storage.types import (

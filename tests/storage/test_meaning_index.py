@@ -151,7 +151,7 @@ async def test_without_the_model_search_is_words_and_names(
         assert await _embed(store) == EmbedStats()
         found = await store.search("Sara")
         assert [e.name for e in found.entries] == ["Sara Chen"]
-        assert found.entries[0].signals == {"words": 1, "name": 1}
+        assert found.entries[0].signals == {"words": 1, "stems": 1, "name": 1}
         assert await store.nearby("Call Sara about the budget") == []
     finally:
         await store.db.close()
