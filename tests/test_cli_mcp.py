@@ -244,6 +244,23 @@ async def test_vault_flag_serves_that_folder_as_it_is(tmp_path: Path) -> None:
     assert "Strange loops" in shown.structured_content["body"]
 
 
+async def test_search_shows_the_passage_that_matched_and_the_notes_date(tmp_path: Path) -> None:
+    vault = tmp_path / "notes"
+    (vault / "people").mkdir(parents=True)
+    messages = [f"Tobias, 13 Apr 2025 10:{i:02d}: We talked about the weather and the trains "
+                f"again, message {i}, nothing new to say about either of them." for i in range(30)]
+    messages[23] = "Tobias, 13 Apr 2025 10:23: The interview at Maasstad is on Thursday at ten."
+    (vault / "people" / "chat-with-tobias.md").write_text(
+        "---\nname: Chat with Tobias\ncreated: '2025-04-13'\n---\n" + "\n\n".join(messages),
+        encoding="utf-8")
+    async with stdio(tmp_path, "--vault", str(vault)) as client:
+        found = await client.call_tool("search_entries", {"query": "Maasstad interview"})
+    [hit] = found.structured_content["entries"]
+    assert hit["date"] == "2025-04-13" and hit["passage"]["n"] > 0
+    assert "The interview at Maasstad is on Thursday" in hit["passage"]["text"]
+    assert {hit["snippet"][a:b] for a, b in hit["marks"]} == {"interview", "Maasstad"}
+
+
 # (tool, arguments) an MCP client or a model might send wrong
 BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_entries", {"query": 5, "limit": 0}),

@@ -6,6 +6,7 @@ modal, a question about nothing in the vault says so, and nobody opens another p
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.e2e.bot_harness import DM_TS, Harness
 from tests.e2e.slack_harness import DM, OTHER_USER, USER, button_press, message_event
@@ -74,3 +75,37 @@ async def test_someone_else_pressing_a_source_button_opens_nothing_of_the_askers
     assert slack.fake.calls_to("views.open") == []
     assert told[-1].body["user"] == OTHER_USER and "can't open" in told[-1].body["text"]
     assert "Lisbon" not in json.dumps(told[-1].body)
+
+
+def _long_chat(vault: Path) -> None:
+    messages = [f"Tobias, 13 Apr 2025 10:{i:02d}: We talked about the weather and the trains "
+                f"again, message {i}, nothing new to say about either of them." for i in range(30)]
+    messages[23] = "Tobias, 13 Apr 2025 10:23: The interview at Maasstad is on Thursday at ten."
+    note = vault / "people" / "chat-with-tobias.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("---\nname: Chat with Tobias\ncreated: '2025-04-13'\n---\n"
+                    + "\n\n".join(messages) + "\n", encoding="utf-8")
+
+
+async def test_a_search_card_shows_the_passage_that_matched_and_the_date(
+        slack: Harness) -> None:
+    await slack.file_dm()
+    _long_chat(slack.vault)
+    body = await _ask(slack, "find Maasstad interview", "1767261700.000200", "Ev-find-1")
+    text = json.dumps(body["blocks"])
+    assert "Chat with Tobias" in text and "2025-04-13" in text
+    assert "The *interview* at *Maasstad* is on Thursday" in text  # the message, words bold
+    assert "message 0," not in text  # not the chat's first lines
+    slack.check_cards()
+
+
+async def test_an_answer_quotes_the_passage_that_holds_it_with_the_notes_date(
+        slack: Harness) -> None:
+    await slack.file_dm()
+    _long_chat(slack.vault)
+    body = await _ask(slack, "When is the interview at Maasstad?", "1767261700.000200",
+                      "Ev-ask-long")
+    text = json.dumps(body["blocks"])
+    assert "The interview at Maasstad is on Thursday at ten" in text
+    assert "Sources" in text and "2025-04-13" in text
+    slack.check_cards()
