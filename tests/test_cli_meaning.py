@@ -107,7 +107,12 @@ def test_a_vault_never_reindexed_is_searched_by_meaning_on_first_use(
     assert "vectors for search by meaning" in first.err
     names = [e["name"] for e in first.json()["entries"][:3]]
     assert "Task Dependencies" in names
-    again = cli("search", "--vault", str(vault), "--json", "turn on more verbose "
-                "diagnostic messages")
-    assert "vectors" not in again.err  # once: the next search has them all
+    # Resumable: each search embeds more (a busy machine may need a few), none repeats work.
+    for _ in range(8):
+        again = cli("search", "--vault", str(vault), "--json", "turn on more verbose "
+                    "diagnostic messages")
+        assert again.code == 0, again.err
+        if "vectors" not in again.err:
+            break
+    assert "vectors" not in again.err  # every passage has its vector now
     assert {p: p.stat().st_mtime_ns for p in vault.rglob("*.md")} == before

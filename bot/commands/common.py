@@ -304,7 +304,7 @@ def guarded(verb: Callable[[], int]) -> int:
 # Vectors a verb gives notes that lack them before it searches by meaning, and after a write:
 # a first search of a vault nobody reindexed embeds it (resumably) instead of silently
 # searching by words alone; a note written from the CLI is found by meaning next time.
-SEARCH_EMBED_SECONDS = 60.0  # a first search of a few hundred notes embeds them all
+SEARCH_EMBED_SECONDS = 60.0  # a first search of a few hundred short notes embeds them all
 WRITE_EMBED_SECONDS = 3.0
 
 
@@ -319,8 +319,8 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
     def progress(done: int, total: int, seconds: float) -> None:
         nonlocal told
         if total and not told and not line.live:
-            print(f"brain: giving {total:,} note(s) vectors for search by meaning "
-                  "(once; resumable)", file=sys.stderr)
+            print(f"brain: giving {total:,} passage(s) of your notes vectors for search by "
+                  "meaning (once; resumable)", file=sys.stderr)
             told = True
         line.update(done, total, seconds)
 
@@ -331,8 +331,8 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
         print(f"brain: search by meaning is off ({opened.store.meaning.why}); searching by "
               "words and names only", file=sys.stderr)
     elif stats.pending:
-        print(f"brain: {stats.pending:,} note(s) still have no vectors, so search by meaning "
-              "does not see them yet; each search gives more of them theirs, or `brain "
+        print(f"brain: {stats.pending:,} passage(s) still have no vectors, so search by "
+              "meaning does not see them yet; each search gives more of them theirs, or `brain "
               "reindex` gives all of them at once", file=sys.stderr)
 
 

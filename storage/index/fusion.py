@@ -24,6 +24,10 @@ WORDS = 0.5
 MEANING = 0.75  # its best passage
 SECOND = 0.5  # its second best passage: a note that says it twice
 NAMES = 0.5
+# all-MiniLM-L6-v2's cosines: a passage this near a question is about it (the scale's top at
+# least), one this far is not (its bottom at most).
+NEAR = 0.5
+FAR = 0.25
 # A note of the time the query names ("in May", "last week"): above a note of another time
 # that matches as well.
 IN_TIME = 0.5
@@ -54,11 +58,14 @@ def words(stems: Mapping[int, float], exact: Mapping[int, float],
 
 
 def meaning(best: Mapping[int, float], second: Mapping[int, float]) -> dict[int, float]:
-    """Each note's best and second passage by cosine, between the farthest (0) and the
-    nearest (1) of the list, weighted and summed."""
+    """Each note's best and second passage by cosine, on a scale from the farthest of the
+    list (0) to its nearest (1), weighted and summed. The scale's ends are held to at least
+    NEAR and at most FAR: when even the nearest passage is only somewhat close, meaning
+    speaks softly, and a lone note found by meaning is not made a perfect match."""
     if not best:
         return {}
-    high, low = max(best.values()), min(best.values())
+    high = max(max(best.values()), NEAR)
+    low = min(min(best.values()), FAR)
     if high <= low:
         return {nid: MEANING for nid in best}
 

@@ -27,20 +27,29 @@ class NameCache:
     meta: dict[int, tuple[str | None, str | None]]  # nid -> (category, status)
     by_length: dict[int, list[str]]  # vocabulary by word length
     word_nids: dict[str, list[int]]
+    sizes: dict[int, int]  # nid -> how many words its name has
 
     @classmethod
     def build(cls, generation: int, rows: Iterable[Sequence[Any]]) -> NameCache:
         meta: dict[int, tuple[str | None, str | None]] = {}
         word_nids: dict[str, list[int]] = {}
+        sizes: dict[int, int] = {}
         for nid, name, category, status in rows:
             meta[nid] = (category, status)
             words = list(dict.fromkeys(default_process(name).split()))
+            sizes[nid] = len(words)
             for word in words:
                 word_nids.setdefault(word, []).append(nid)
         by_length: dict[int, list[str]] = {}
         for word in word_nids:
             by_length.setdefault(len(word), []).append(word)
-        return cls(generation, meta, by_length, word_nids)
+        return cls(generation, meta, by_length, word_nids, sizes)
+
+    def closeness(self, scores: dict[int, float], query_words: int) -> dict[int, float]:
+        """`match`'s scores with names of more words than the query a little lower: of
+        "Urgency" and "Urgency Scores Examples", "urgancy" means the first."""
+        return {nid: score - 0.5 * max(0, self.sizes.get(nid, 0) - query_words)
+                for nid, score in scores.items()}
 
     def match(self, query: str, category: str | None, status: str | None) -> dict[int, float]:
         """nid -> score (>= FUZZY_CUTOFF) of names whose words match the query's words.

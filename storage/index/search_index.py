@@ -164,7 +164,8 @@ class SearchIndex:
         stems_only = fusion.weak(stems.scores, set(ranked) | set(fuzzy_ranked)
                                  | {n.nid for n in near})
         scores = fusion.fuse(fusion.words(stems.scores, hits.scores, leave=stems_only),
-                             {nid: fuzzy[nid] for nid in fuzzy_ranked},
+                             names.closeness({nid: fuzzy[nid] for nid in fuzzy_ranked},
+                                             len(tokens)),
                              fusion.meaning({n.nid: n.score for n in near},
                                             {n.nid: n.second for n in near}))
         # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category

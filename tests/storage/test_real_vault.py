@@ -58,15 +58,15 @@ async def test_real_vault_indexes_searches_and_links(tmp_path: Path, sub: str, t
         assert stats.added == len(md_files(root))
         assert (await store.list(limit=1)).total == stats.added
 
-        for word in ("recurring", "query"):
+        for word, forms in (("recurring", "recur"), ("query", "quer")):
             found = await store.search(word, limit=20)
             assert found.entries, word
             assert found.total >= len(found.entries)
-            pattern = re.compile(word, re.IGNORECASE)
+            pattern = re.compile(forms, re.IGNORECASE)
             for entry in found.entries:
                 text = (root / entry.path).read_text(encoding="utf-8", errors="replace")
-                # The word (or a longer word it starts, as the last word is a prefix) is in the
-                # note; fuzzy name matches must still be names close to it.
+                # The word, or another form of it ("queries": its stem), is in the note;
+                # fuzzy name matches must still be names close to it.
                 assert pattern.search(text) or word[:4] in folded(entry.name), entry.path
 
         links = await store.backlinks(target)
