@@ -188,6 +188,7 @@ async def _ranked_hits(session: AsyncSession, query: _Query, found: list[int],
     scores = {nid: score for nid, score in scored if nid in set(ranked)}
     seen = set(ranked)
     ranked += [nid for nid in sorted(found, reverse=True) if nid not in seen][:depth - len(ranked)]
+    scores.update({nid: 0.0 for nid in ranked if nid not in scores})  # the newest, unranked
     return WordHits(ranked, total, query.tsquery, complete=False, scores=scores)
 
 

@@ -55,7 +55,7 @@ async def store(tmp_path_factory: pytest.TempPathFactory,
                 await vector_rows.write(session, key, model, [
                     (n.key, 0, saved[n.key]) for n in notes if n.key in saved.files])
                 await session.commit()
-    await embed_pending(db, key, MEANING)  # what the cache did not have (RECIPE: one text)
+    await embed_pending(db, key, MEANING)  # what the cache did not have (one vector a passage)
     async with db.session() as session:
         loaded = await vector_rows.load(session, key, model)
     np.savez(cache, **dict(zip(loaded.keys, loaded.matrix, strict=True)))
