@@ -5,9 +5,12 @@ database serves many users' vaults. The files stay the source of truth: a refres
 with the rows by (mtime, size), then by sha256, and never writes to the vault. The caller owns
 the transaction (commit after `refresh`/`refresh_paths`).
 
-Modules: `extract` (a note's bytes -> its row and links), `refresh` (bring the rows in line
-with the files), `words` (the words of a query), `fts5` (word search on SQLite), `names`
-(typo-tolerant names, rapidfuzz), `ranking` (fusing ranked lists into one order), `backlinks`,
+Modules: `extract` (a note's bytes -> its row, passages and links), `passages` (a body cut
+into passages), `note_dates` (a note's day), `refresh` (bring the rows in line with the
+files), `words` (the words of a query), `time_words` (the time a query names), `fts5` /
+`tsvector` (words and stems on SQLite / PostgreSQL), `fuzzy_names` (typo-tolerant names,
+rapidfuzz), `meaning_probe` (search by meaning), `fusion` (the signals fused by score),
+`summaries` and `snippets` (a hit with its date and the passage that matched), `backlinks`,
 and `search_index` (`SearchIndex`, the one class callers use).
 """
 

@@ -1,6 +1,7 @@
 """`SearchIndex`: one vault's view of the index: refresh, search, list, lookup, backlinks,
-summary. Search fuses word matches (FTS5 on SQLite, a weighted tsvector on PostgreSQL) with
-typo-tolerant names (rapidfuzz).
+summary. Search fuses words as written and by their stems (FTS5 on SQLite, weighted tsvectors
+on PostgreSQL), typo-tolerant names (rapidfuzz) and the meaning of each note's passages
+(fusion.py); each hit carries its date and the passage that matched (summaries.py).
 
 Text from users reaches SQL through `clean_text`, as notes do when indexed (a query with a NUL
 is a query, not a database error)."""
