@@ -13,7 +13,7 @@ from tools.capture.fence import unfenced
 
 if TYPE_CHECKING:
     from storage.db import Database
-    from storage.receipts import Receipts
+    from storage.repositories.receipts import Receipts
     from storage.types import Entry
     from storage.vault.store import Store
     from tools.readers.read import Reading
@@ -107,8 +107,8 @@ class ToolContext:
 
     @property
     def receipts(self) -> Receipts:
-        """The capture receipts (storage/receipts.py: their one place)."""
-        from storage.receipts import Receipts
+        """The capture receipts (storage/repositories/receipts.py: their one place)."""
+        from storage.repositories.receipts import Receipts
 
         return Receipts(self.db)
 

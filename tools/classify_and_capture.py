@@ -138,10 +138,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     if url and ctx.read_links is not None and not ctx.shared_filed and not any(
             s.link == url for s, _ in ctx.shared):  # (a link the turn read already)
         ctx.shared = [*ctx.shared, *await ctx.read_links([url])]
-    return await file_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
+    return await capture_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
 
 
-async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
+async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
                        inbox_reason: str | None = None,
                        dropped: list[str] | None = None,
                        extra_fields: dict[str, Any] | None = None,

@@ -232,7 +232,7 @@ async def _turn(brain: Brain, key: str, user: str, text: str) -> TurnResult:
         result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
                                           source="cli")
         if result.filed:  # after the reply: vectors for what it filed
-            await brain.keeper.embed_new(brain.store_for(user))
+            await brain.stores.embed_new(brain.store_for(user))
     return result
 
 

@@ -324,7 +324,7 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
             told = True
         line.update(done, total, seconds)
 
-    stats = await opened.brain.keeper.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
+    stats = await opened.brain.stores.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
                                                 progress=progress)
     line.done()
     if stats is None:
@@ -338,4 +338,4 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
 
 async def embed_written(opened: Opened) -> None:
     """After a write: the notes just written (the newest) get their vectors."""
-    await opened.brain.keeper.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)
+    await opened.brain.stores.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)

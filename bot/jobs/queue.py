@@ -50,7 +50,7 @@ class JobKind(StrEnum):
     DIGEST = "digest"  # /digest
     THREAD_STARTED = "thread_started"  # the assistant panel opened a thread
     THREAD_CONTEXT = "thread_context"  # the channel beside an assistant thread changed
-    SAVE = "save"  # the Save-to-brain shortcut or the capture reaction
+    CAPTURE = "capture"  # a message captured: the Save-to-brain shortcut or the capture reaction
     HOME = "home"  # the App Home opened
     HOME_ACTION = "home_action"  # a button or select on the App Home
     REMINDER = "reminder"  # a due-date reminder to deliver
@@ -60,7 +60,7 @@ class JobKind(StrEnum):
 
 
 # What runs the model, counted against a person's share (BRAIN_USER_RUNNING, BRAIN_USER_RATE).
-METERED = (JobKind.TURN, JobKind.SAVE, JobKind.DIGEST)
+METERED = (JobKind.TURN, JobKind.CAPTURE, JobKind.DIGEST)
 
 
 class LeaseLost(Exception):

@@ -190,7 +190,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return
         if await take(lambda: command_spec(command, asdict(request)), "/digest", command):
             what = (f"Working on your {request.kind} digest…" if request.action == "show"
-                    else "Updating your digest settings…" if request.changes_settings
+                    else "Updating your digest settings…" if request.sets_schedule
                     else "Looking up your digest settings…")
             await ack(text=what)
         else:

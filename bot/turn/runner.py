@@ -15,11 +15,11 @@ from bot.core import Core
 from bot.jobs.queue import JobRow
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, ToolCall, ToolSpec
-from bot.stores import IndexKeeper
+from bot.stores import Stores
 from bot.turn import wording
 from bot.turn.conversations import Conversations
 from bot.turn.loop import LoopOutcome, run_turn
-from bot.turn.messages import build_history, receipt_message, stored_message
+from bot.turn.messages import receipt_message, request_messages, stored_message
 from bot.turn.prompts import system_prompt
 from bot.turn.result import (
     ANSWERED_WITHOUT_FILING,
@@ -47,7 +47,7 @@ from tools import registry
 from tools.base import ToolContext
 from tools.capture.fence import Fence
 from tools.capture.limits import refusal
-from tools.classify_and_capture import file_thought
+from tools.classify_and_capture import capture_thought
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
 from tools.rules import corrections
@@ -70,7 +70,7 @@ class TurnRunner:
                        for s in tool_specs()]
         self._terminal = registry.terminal_names()
         self._parallel = registry.read_only_names()
-        IndexKeeper.hook(core.provider)
+        Stores.hook(core.provider)
 
     async def handle(self, *, conversation_key: str, user_id: str, text: str,
                      source: str = "cli", channel: str | None = None,
@@ -98,7 +98,7 @@ class TurnRunner:
                       unfurls: list[dict[str, str]] | None,
                       progress: Progress | None) -> TurnResult:
         store = self.core.store_for(user_id)
-        # One transaction opens the turn: conversation, its filed notes, recent history.
+        # One transaction opens the turn: conversation, its filed notes, its recent turns.
         async with self.db.session() as s:
             conv = await repositories.get_or_create_conversation(
                 s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
@@ -154,16 +154,16 @@ class TurnRunner:
                 system = system_prompt(now=self.core.now(), summary=summary, filed=filed,
                                        threshold=self.settings.confidence_threshold,
                                        viewing=(conv.context or {}).get("channel_id"))
-                history = build_history([[stored_message(m) for m in t] for t in stored_turns])
+                earlier = request_messages([[stored_message(m) for m in t] for t in stored_turns])
                 provider, notice = await self.core.provider_for(user_id)
-                outcome = await run_turn(provider, system=system, history=history,
+                outcome = await run_turn(provider, system=system, earlier=earlier,
                                          user_text=view, tools=self._specs, execute=run_call,
                                          max_iterations=self.settings.max_iterations,
                                          terminal=self._terminal, parallel=self._parallel)
                 if (outcome.error is None and not isinstance(provider, OfflineProvider)
                         and needs_citations(outcome, self._parallel)):
                     try:
-                        await cite_prose(provider, system=system, history=history,
+                        await cite_prose(provider, system=system, earlier=earlier,
                                          outcome=outcome, execute=run_call,
                                          returned=bool(ctx.returned))
                     except LLMError as exc:  # the prose stays unchecked: never shown
@@ -223,7 +223,7 @@ class TurnRunner:
         category (the inbox when they are unsure); otherwise in the inbox with the reason.
         The reply says so plainly, from what the filing returned."""
         by_rules = reason == ANSWERED_WITHOUT_FILING
-        output = await file_thought(ctx, text, {},
+        output = await capture_thought(ctx, text, {},
                                     inbox_reason=None if by_rules else reason)
         outcome.executions.append(Execution(
             call_id="rescue", tool="classify_and_capture", arguments=None, status="ok",

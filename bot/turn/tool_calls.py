@@ -52,7 +52,7 @@ class ToolCalls:
 
         return ToolContext(store=store, db=core.db, user_id=user_id,
                            confidence_threshold=settings.confidence_threshold,
-                           tz=settings.tz, similar=core.keeper.turn_similar(store),
+                           tz=settings.tz, similar=core.stores.turn_similar(store),
                            make_digest=self.digests.maker(store, user_id),
                            read_links=read_links, **fields)
 

@@ -95,7 +95,7 @@ class Plan:
     unchanged: int = 0
 
     @property
-    def changes(self) -> bool:
+    def writes_rows(self) -> bool:
         return bool(self.add or self.replace or self.remove)
 
 
@@ -168,7 +168,7 @@ async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
 
 
 async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
-    if plan.changes:
+    if plan.writes_rows:
         # Bump first: on SQLite this takes the write lock; on PostgreSQL it locks the vault's
         # row, so two writers of one vault go one after the other.
         await session.execute(

@@ -37,7 +37,7 @@ async def _turn(ctx: ToolContext, provider: ScriptedProvider, user_text: str = "
 
     kw.setdefault("terminal", registry.terminal_names())
     kw.setdefault("parallel", registry.read_only_names())
-    return await run_turn(provider, system="sys", history=[], user_text=user_text,
+    return await run_turn(provider, system="sys", earlier=[], user_text=user_text,
                           tools=SPECS, execute=run_call, **kw)
 
 

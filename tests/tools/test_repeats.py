@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import update
 
 from storage.db import Database
-from storage.models import Capture
+from storage.models import Receipt
 from storage.vault.files import Vault
 from storage.vault.store import Store
 from tests.tools.conftest import snapshot
@@ -64,7 +64,7 @@ async def test_after_the_window_the_same_words_are_filed_again(
     first = await capture(ctx)
     assert first.output is not None
     async with db.session() as s:  # the first capture, as if made a while ago
-        await s.execute(update(Capture).values(
+        await s.execute(update(Receipt).values(
             created_at=datetime.now(UTC) - REPEAT_WINDOW - timedelta(seconds=5)))
         await s.commit()
     again = await capture(ctx)

@@ -39,9 +39,9 @@ async def call(ctx: ToolContext, name: str, **arguments: Any) -> Execution:
     return await execute(ctx, "call_1", name, arguments)
 
 
-async def receipts(db: Database, entry_id: str) -> repositories.CaptureRow | None:
+async def receipts(db: Database, entry_id: str) -> repositories.ReceiptRow | None:
     async with db.session() as s:
-        return await repositories.capture_for_entry(s, entry_id)
+        return await repositories.receipt_for_entry(s, entry_id)
 
 
 # ------------------------------------------------------------------ classify_and_capture
