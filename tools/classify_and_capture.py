@@ -9,7 +9,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from storage.text import visible_name
-from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, Entry, EntrySummary
+from storage.types import (
+    DEFAULT_STATUS,
+    LIST_FIELDS,
+    STATUS_VALUES,
+    Entry,
+    EntrySummary,
+    ReceiptDraft,
+)
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
 from tools.capture.known_person import add_to_person, known_person
 from tools.capture.limits import MAX_MESSAGE, excerpt, refusal
@@ -221,8 +228,7 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     # A derived id may be on a note already: made by an earlier attempt, or by a stalled one
     # still running. Its receipt says so, written before the note (a file that merely carries
     # the id, a copy or someone else's, is not it).
-    claim = Receipt(ctx, text, entry_id, target, status, confidence) if entry_id else None
-    existing = await claim.held() if claim is not None else None
+    existing = await ctx.receipts.held(entry_id, ctx.user_id) if entry_id else None
     if existing is None and not repeat_ok and not ctx.shared:
         repeat = await filed_already(ctx, text, entry_id)
         if repeat is not None:
@@ -231,10 +237,11 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         person = await known_person(ctx, name)
         if person is not None:  # news of someone with a note: into that note
             return await add_to_person(ctx, person, text)
-    entry, made = await ctx.store.create_once(target, name, fields, body, entry_id=entry_id,
-                                              claim=claim)
-    receipt = claim.ok if claim is not None else await write_receipt(
-        ctx, text, entry.id or "", entry.path, target, confidence, status)
+    entry, made, receipt = await ctx.store.create_once(
+        target, name, fields, body, entry_id=entry_id, receipt=ReceiptDraft(
+            user_id=ctx.user_id, original_text=text, category=target, status=status,
+            confidence=confidence, conversation_id=ctx.conversation_id, turn_id=ctx.turn_id,
+            channel=ctx.channel, thread_ts=ctx.thread_ts, job_id=ctx.job_id))
     if not made:  # another run filed it: the reply tells what is there
         target, status, confidence = _as_filed(entry, made, target, status, confidence)
         fields = entry.fields
@@ -283,39 +290,6 @@ def _as_filed(entry: Entry, made: bool, target: str, status: str,
     return where, "needs_review" if where == "inbox" else "filed", sure
 
 
-class Receipt:
-    """A capture's claim on its derived id (storage/vault/ids.py `Claim`): its receipt, written
-    before the note, moved with it, and the only thing that says the note was made."""
-
-    def __init__(self, ctx: ToolContext, text: str, entry_id: str, category: str,
-                 status: str, confidence: float) -> None:
-        self.ctx, self.text, self.entry_id = ctx, text, entry_id
-        self.category, self.status, self.confidence = category, status, confidence
-        self.known = False  # a receipt of the id is there (ours, or an earlier run's)
-        self.mine = False  # this object wrote it
-        self.ok = True  # False: it could not be written (logged); the note stands
-
-    async def held(self) -> str | None:
-        row = await self.ctx.receipts.for_entry(self.entry_id)
-        if row is None or row.user_id != self.ctx.user_id:
-            return None
-        self.known = True
-        return None if row.category == "trash" else row.path  # undone: made again
-
-    async def record(self, path: str) -> None:
-        if self.known:
-            self.ok = await self.ctx.receipts.placed(self.entry_id, path=path,
-                                                     category=self.category, status=self.status)
-            return
-        self.ok = await write_receipt(self.ctx, self.text, self.entry_id, path, self.category,
-                                      self.confidence, self.status)
-        self.known = self.mine = self.ok
-
-    async def release(self) -> None:
-        if self.mine:
-            await self.ctx.receipts.drop(self.entry_id)
-
-
 async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[EntrySummary]:
     """Notes related to the thought; never a reason for the capture to fail."""
     try:
@@ -323,16 +297,6 @@ async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[En
     except Exception:
         log.warning("related notes not found for a capture", exc_info=True)
         return []
-
-
-async def write_receipt(ctx: ToolContext, text: str, entry_id: str, path: str, category: str,
-                        confidence: float | None, status: str) -> bool:
-    """The capture's receipt row (False, logged, when it could not be written)."""
-    return await ctx.receipts.record(
-        user_id=ctx.user_id, original_text=text, entry_id=entry_id, path=path,
-        category=category, confidence=confidence, status=status,
-        conversation_id=ctx.conversation_id, turn_id=ctx.turn_id, channel=ctx.channel,
-        thread_ts=ctx.thread_ts, job_id=ctx.job_id)
 
 
 _HINT_VALIDATORS = {key: Draft202012Validator(sub)

@@ -165,7 +165,7 @@ async def test_a_failed_receipt_does_not_fail_the_capture(ctx: ToolContext,
     # A broken receipts table (a bad migration, someone's hand in the database): the note is
     # on disk, so the model must hear success, or it would capture the thought twice.
     async with ctx.db.engine.begin() as conn:
-        await conn.execute(text("DROP TABLE captures"))
+        await conn.execute(text("DROP TABLE receipts"))
     ex = await call(ctx, "classify_and_capture", text="Renew passport",
                     hints={"category": "admin", "confidence": 0.9, "name": "Renew passport"})
     assert ex.status == "ok", ex.content
