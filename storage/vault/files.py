@@ -38,9 +38,9 @@ from storage.vault.atomic import (
     write_new,
 )
 from storage.vault.fields import checked_fields, default_value
+from storage.vault.note_edits import apply_changes
 from storage.vault.note_text import (
     ParsedNote,
-    apply_changes,
     normalise_scalar,
     parse_note,
     render_note,

@@ -20,7 +20,7 @@ from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import ids_on_disk
 from tools.base import ToolContext, derived_id
-from tools.classify_and_capture import capture_thought
+from tools.capture.thought import capture_thought
 
 ADMIN = {"category": "admin", "confidence": 0.9, "name": "Renew the passport"}
 INBOX = {"category": "ideas", "confidence": 0.2, "name": "Passport thought"}  # -> inbox
