@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from bot.brain import Brain
     from bot.config import Settings
+    from bot.turn.reply import Reply
     from bot.turn.result import TurnResult
 
 HISTORY_SHOWN = 10  # changes /history lists
@@ -77,17 +78,22 @@ def register(sub: Any) -> None:
     lg.set_defaults(handler=lambda args: run(lambda: _log(args)))
 
 
-def _print_turn(result: TurnResult, verbose: bool, out: TextIO) -> None:
+def _print_reply(reply: Reply, verbose: bool, out: TextIO) -> None:
+    """The reply as the terminal shows it (Slack renders the same `Reply` as Block Kit): its
+    words, which already say what the cards would; with --verbose, each tool run first."""
     if verbose:
-        for e in result.executions:
-            args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else "?"
+        for run in reply.runs:
+            args = json.dumps(run.arguments, ensure_ascii=False) \
+                if run.arguments is not None else "?"
             if len(args) > 200:
                 args = args[:200] + "…"
-            detail = "" if e.status == "ok" else f" ({(e.error or {}).get('message', '')})"
-            print(f"  → {e.tool} {args} {e.status}{detail} {e.duration_ms:.0f} ms", file=out)
+            detail = "" if run.ok else f" ({run.error})"
+            print(f"  → {run.tool} {args} {'ok' if run.ok else 'error'}{detail} "
+                  f"{run.ms:.0f} ms", file=out)
+        result = reply.result
         print(f"  [{result.llm_calls} LLM call(s), {result.usage.input_tokens} in / "
               f"{result.usage.output_tokens} out tokens]", file=out)
-    print(result.text or "(the brain sent no reply; `brain log` shows what the turn did)",
+    print(reply.text or "(the brain sent no reply; `brain log` shows what the turn did)",
           file=out)
     out.flush()
 
@@ -209,7 +215,7 @@ def _session(runner: asyncio.Runner, brain: Brain, settings: Settings,
             _say(args, word.name, runner.run(_word(brain, user, word, key, history)))
             continue
         try:
-            result = runner.run(_turn(brain, key, user, text))
+            reply = runner.run(_turn(brain, key, user, text))
         except KeyboardInterrupt:
             if not interactive:
                 raise
@@ -220,20 +226,22 @@ def _session(runner: asyncio.Runner, brain: Brain, settings: Settings,
             print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
             continue
         if args.json:
+            result = reply.result
             print_json({"text": result.text, "llm_calls": result.llm_calls,
                         "outage": result.outage, "rescued": result.rescued,
                         "tools": [_execution_dict(e) for e in result.executions]})
         else:
-            _print_turn(result, args.verbose, sys.stdout)
+            _print_reply(reply, args.verbose, sys.stdout)
 
 
-async def _turn(brain: Brain, key: str, user: str, text: str) -> TurnResult:
-    with brain.acting_as(user, "cli chat"):
-        result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
-                                          source="cli")
-        if result.filed:  # after the reply: vectors for what it filed
+async def _turn(brain: Brain, key: str, user: str, text: str) -> Reply:
+    async def embed(result: TurnResult) -> None:
+        if result.filed:  # after the turn: vectors for what it filed (no indexer runs here)
             await brain.stores.embed_new(brain.store_for(user))
-    return result
+
+    with brain.acting_as(user, "cli chat"):
+        return await brain.replies.reply(conversation_key=key, user_id=user, text=text,
+                                         source="cli", after=embed)
 
 
 async def _word(brain: Brain, user: str, word: chat_words.Word, key: str,
