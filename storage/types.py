@@ -17,9 +17,6 @@ TRASH_DIR = ".trash"
 # Shared files kept beside the notes (Obsidian embeds them); never notes themselves.
 ATTACHMENTS = "attachments"
 
-COMMON_FIELDS: tuple[str, ...] = (
-    "id", "category", "name", "created", "updated", "confidence", "source",
-)
 CATEGORY_FIELDS: dict[str, tuple[str, ...]] = {
     "people": ("context", "follow_ups", "last_touched", "tags"),
     "projects": ("status", "next_action", "due_date", "tags"),

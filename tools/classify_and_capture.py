@@ -88,9 +88,9 @@ def _short(value: Any) -> str:
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     url = args.get("url")
-    if url and ctx.read_links is not None and not ctx.shared_filed and not any(
+    if url and ctx.deps.read_links is not None and not ctx.shared_filed and not any(
             s.link == url for s, _ in ctx.shared):  # (a link the turn read already)
-        ctx.shared = [*ctx.shared, *await ctx.read_links([url])]
+        ctx.shared = [*ctx.shared, *await ctx.deps.read_links([url])]
     return await capture_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
 
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import import_module
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -15,18 +16,6 @@ from jsonschema.exceptions import ValidationError
 
 from storage.errors import Ambiguous, StorageDown, StorageError, unwritable
 from storage.history.context import counting
-from tools import (
-    answer,
-    ask_notes,
-    classify_and_capture,
-    generate_digest,
-    get_entry,
-    list_backlinks,
-    list_entries,
-    move_entry,
-    search_entries,
-    update_entry,
-)
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_RESULT_CHARS = 6000
@@ -34,21 +23,30 @@ MAX_CANDIDATES = 10
 _PREVIEW = 300  # chars of raw arguments echoed back on a parse error
 _MESSAGE = 200  # chars of one validation message (instances can be huge)
 
-TOOLS: dict[str, Tool] = {
-    t.name: t
-    for t in (
-        classify_and_capture.TOOL,
-        list_entries.TOOL,
-        get_entry.TOOL,
-        search_entries.TOOL,
-        ask_notes.TOOL,
-        update_entry.TOOL,
-        move_entry.TOOL,
-        generate_digest.TOOL,
-        list_backlinks.TOOL,
-        answer.TOOL,
-    )
-}
+# The tools the model may call, in the order it is shown them: one module each under tools/,
+# whose TOOL is its schema, description and function. A new tool is its module and one line.
+TOOL_MODULES = (
+    "classify_and_capture",
+    "list_entries",
+    "get_entry",
+    "search_entries",
+    "ask_notes",
+    "update_entry",
+    "move_entry",
+    "generate_digest",
+    "list_backlinks",
+    "answer",
+)
+
+
+def _registered(module: str) -> Tool:
+    tool = import_module(f"tools.{module}").TOOL
+    if not isinstance(tool, Tool) or tool.name != module:
+        raise TypeError(f"tools/{module}.py must define TOOL, a Tool named {module!r}")
+    return tool
+
+
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in map(_registered, TOOL_MODULES)}
 _VALIDATORS: dict[str, Draft202012Validator] = {
     name: Draft202012Validator(tool.parameters) for name, tool in TOOLS.items()
 }

@@ -61,14 +61,14 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     unread: list[str] = []  # "report.pdf: the PDF is encrypted": said in the reply
     if ctx.shared and not ctx.shared_filed:  # the message's files go with its (first) note
         ctx.shared_filed = True
-        sections = await file_sections(ctx.store, ctx.shared)
+        sections = await file_sections(ctx.deps.store, ctx.shared)
         unread = sections.problems
         footer = "\n".join(x for x in (footer, sections.text) if x)
     body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
     entry_id = ctx.next_entry_id()
     related = await _related(ctx, text, entry_id)
     if related:
-        targets = [await ctx.store.link_to(e.path) for e in related]
+        targets = [await ctx.deps.store.link_to(e.path) for e in related]
         body += "\n" + related_section(related, targets)
     target, fields, status = _placement(ctx, text, choice, merged, common, dropped,
                                         inbox_reason)
@@ -76,14 +76,14 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     # A derived id may be on a note already: made by an earlier attempt, or by a stalled one
     # still running. Its receipt says so, written before the note (a file that merely carries
     # the id, a copy or someone else's, is not it).
-    existing = await ctx.receipts.held(entry_id, ctx.user_id) if entry_id else None
+    existing = await ctx.deps.receipts.held(entry_id, ctx.deps.user_id) if entry_id else None
     if existing is None and not ctx.shared:
         elsewhere = await _already_kept(ctx, text, entry_id, name, target, repeat_ok)
         if elsewhere is not None:
             return elsewhere
-    entry, made, receipt = await ctx.store.create_once(
+    entry, made, receipt = await ctx.deps.store.create_once(
         target, name, fields, body, entry_id=entry_id, receipt=ReceiptDraft(
-            user_id=ctx.user_id, original_text=text, category=target, status=status,
+            user_id=ctx.deps.user_id, original_text=text, category=target, status=status,
             confidence=choice.confidence, conversation_id=ctx.conversation_id,
             turn_id=ctx.turn_id, channel=ctx.channel, thread_ts=ctx.thread_ts,
             job_id=ctx.job_id))
@@ -109,16 +109,16 @@ class Choice:
 async def _choose(ctx: ToolContext, text: str, hints: dict[str, Any]) -> Choice:
     if "category" in hints and "confidence" in hints:
         return Choice(str(hints["category"]), _sure(float(hints["confidence"])))
-    classified = await classify.classify_async(text, tz=ctx.tz, similar=ctx.similar)
+    classified = await classify.classify_async(text, tz=ctx.deps.tz, similar=ctx.deps.similar)
     if "category" not in hints:
         return Choice(classified.category, _sure(float(classified.confidence)), classified,
                       dict(classified.fields))
     # The model chose without saying how sure: the keyword rules vote. Agreement files it;
     # disagreement sends it to the inbox with the model's choice as the suggestion.
     category = str(hints["category"])
-    confidence = (max(classified.confidence, ctx.confidence_threshold)
+    confidence = (max(classified.confidence, ctx.deps.confidence_threshold)
                   if classified.category == category
-                  else min(classified.confidence, ctx.confidence_threshold - 0.01))
+                  else min(classified.confidence, ctx.deps.confidence_threshold - 0.01))
     return Choice(category, _sure(confidence), classified)
 
 
@@ -143,15 +143,15 @@ def _placement(ctx: ToolContext, text: str, choice: Choice, merged: dict[str, An
                inbox_reason: str | None) -> tuple[str, dict[str, Any], str]:
     """(folder, frontmatter fields, receipt status): the inbox, with why, when unsure."""
     category, confidence = choice.category, choice.confidence
-    if inbox_reason is None and category != "inbox" and confidence >= ctx.confidence_threshold:
-        fields = {**common, **_category_fields(category, merged, dropped, today_in(ctx.tz))}
+    if inbox_reason is None and category != "inbox" and confidence >= ctx.deps.confidence_threshold:
+        fields = {**common, **_category_fields(category, merged, dropped, today_in(ctx.deps.tz))}
         return category, fields, "filed"
     if inbox_reason is not None:
         reason = inbox_reason
     elif category == "inbox":
         reason = "classified as inbox"
     else:
-        reason = f"confidence {confidence:.2f} below {ctx.confidence_threshold:.2f}"
+        reason = f"confidence {confidence:.2f} below {ctx.deps.confidence_threshold:.2f}"
     # The body holds the whole text; the frontmatter its start (a YAML field that repeated a
     # long text made the note unreadable past the frontmatter bound).
     fields = {**common, "original_text": excerpt(text), "reason": reason}
@@ -247,7 +247,7 @@ def _as_filed(entry: Entry, filed: Filed) -> Filed:
 async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[EntrySummary]:
     """Notes related to the thought; never a reason for the capture to fail."""
     try:
-        return await related_notes(ctx.store, text, exclude={entry_id} if entry_id else ())
+        return await related_notes(ctx.deps.store, text, exclude={entry_id} if entry_id else ())
     except Exception:
         log.warning("related notes not found for a capture", exc_info=True)
         return []
