@@ -23,23 +23,24 @@ from storage.vault.store import Store
 
 if TYPE_CHECKING:
     from bot.answers.service import Answers
-    from bot.capture.messages import Saver
+    from bot.capture.messages import MessageCaptures
     from bot.digest.service import Digests
     from bot.health import StorageHealth
     from bot.home import Home
     from bot.jobs.queue import JobQueue
     from bot.llm.types import Provider
-    from bot.note_actions import Changes
+    from bot.note_actions import NoteActions
     from bot.schedule.reminders import Reminders
-    from bot.stores import IndexKeeper
+    from bot.stores import Stores
     from bot.tenancy.accounts import Accounts
     from bot.tenancy.people import People
     from bot.turn.conversations import Conversations
+    from bot.turn.reply import Replies
     from bot.turn.runner import TurnRunner
     from bot.turn.tool_calls import ToolCalls
     from storage.history.health import HistoryState
     from storage.meaning.shared_model import Meaning
-    from storage.receipts import Receipts
+    from storage.repositories.receipts import Receipts
 
 __all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp", "history_states"]
 
@@ -81,7 +82,7 @@ class Brain:
 
     @property
     def receipts(self) -> Receipts:
-        """Capture receipts: what was filed from which message (storage/receipts.py)."""
+        """Capture receipts: what was filed from which message (storage/repositories/receipts.py)."""
         return self.core.receipts
 
     @property
@@ -102,9 +103,9 @@ class Brain:
         return self.core.offline
 
     @property
-    def keeper(self) -> IndexKeeper:
+    def stores(self) -> Stores:
         """Search by meaning and the background indexer (bot/stores.py)."""
-        return self.core.keeper
+        return self.core.stores
 
     # The services, each built on first use with a plain import.
 
@@ -161,18 +162,26 @@ class Brain:
         return TurnRunner(self.core, self.conversations, self.tools)
 
     @cached_property
-    def changes(self) -> Changes:
-        """A move or an Undo from a button, `fix:` or `brain move` (bot/note_actions.py)."""
-        from bot.note_actions import Changes
+    def replies(self) -> Replies:
+        """A person's message answered, for any surface (bot/turn/reply.py): the use case
+        Slack and `brain chat` both call, and the reply model both render."""
+        from bot.turn.reply import Replies
 
-        return Changes(self.core, self.conversations)
+        return Replies(self.turns, self.accounts)
 
     @cached_property
-    def saves(self) -> Saver:
-        """A message saved by the shortcut or the capture reaction (bot/capture/messages.py)."""
-        from bot.capture.messages import Saver
+    def note_actions(self) -> NoteActions:
+        """A move or an Undo from a button, `fix:` or `brain move` (bot/note_actions.py)."""
+        from bot.note_actions import NoteActions
 
-        return Saver(self.core, self.tools)
+        return NoteActions(self.core, self.conversations)
+
+    @cached_property
+    def captures(self) -> MessageCaptures:
+        """A message saved by the shortcut or the capture reaction (bot/capture/messages.py)."""
+        from bot.capture.messages import MessageCaptures
+
+        return MessageCaptures(self.core, self.tools)
 
     @cached_property
     def home(self) -> Home:

@@ -4,7 +4,7 @@ and the clock.
 
 Services (`bot/capture/messages.py`, `bot/home.py`, the turn runner, ...) take a `Core` and never the
 Brain: the Brain (`bot/brain.py`) builds one Core and hands it to each service it composes.
-Nothing heavy is imported here: the provider and the search-by-meaning keeper load when first
+Nothing heavy is imported here: the provider and the Stores (search by meaning) load when first
 asked for.
 """
 
@@ -28,9 +28,9 @@ VAULT_NAMES = frozenset({*CATEGORIES, TRASH_DIR, ATTACHMENTS})
 if TYPE_CHECKING:
     from bot.llm.configs import LLMConfig
     from bot.llm.types import Provider
-    from bot.stores import IndexKeeper
+    from bot.stores import Stores
     from storage.meaning.shared_model import Meaning
-    from storage.receipts import Receipts
+    from storage.repositories.receipts import Receipts
 
 class Core:
     def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
@@ -41,8 +41,8 @@ class Core:
         self.vault_override = vault_override
         self._provider = provider
         self._meaning = meaning  # a model the caller started loading, else one made lazily
-        self._keeper: IndexKeeper | None = None
-        self._stores: dict[str, Store] = {}
+        self._stores: Stores | None = None
+        self._open: dict[str, Store] = {}  # each person's Store, made once
         self._chosen: dict[str, Provider] = {}  # the providers of people's own choices
         self._available: dict[str, LLMConfig] | None = None  # what a person may choose
 
@@ -81,10 +81,10 @@ class Core:
 
     @property
     def receipts(self) -> Receipts:
-        """Capture receipts (storage/receipts.py; loaded on first use: a storage verb of the
+        """Capture receipts (storage/repositories/receipts.py; loaded on first use: a storage verb of the
         CLI never needs the rows' module)."""
         if self._receipts is None:
-            from storage.receipts import Receipts
+            from storage.repositories.receipts import Receipts
 
             self._receipts = Receipts(self.db)
         return self._receipts
@@ -96,13 +96,13 @@ class Core:
         return isinstance(self.provider, OfflineProvider)
 
     @property
-    def keeper(self) -> IndexKeeper:
+    def stores(self) -> Stores:
         """The Stores' search by meaning and the background indexer (bot.stores)."""
-        if self._keeper is None:
-            from bot.stores import IndexKeeper
+        if self._stores is None:
+            from bot.stores import Stores
 
-            self._keeper = IndexKeeper(self.settings, self.db, meaning=self._meaning)
-        return self._keeper
+            self._stores = Stores(self.settings, self.db, meaning=self._meaning)
+        return self._stores
 
     def store_for(self, user_id: str) -> Store:
         """The person's vault over the shared database; refuses ids that could name a path,
@@ -115,10 +115,10 @@ class Core:
                                f"(BRAIN_OWNER); {user_id!r} has no vault here")
         if self.vault_override is None:
             self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too
-        if user_id not in self._stores:
+        if user_id not in self._open:
             root = self.vault_override or self.settings.vault_for(user_id)
-            self._stores[user_id] = self.keeper.store(root)
-        return self._stores[user_id]
+            self._open[user_id] = self.stores.store(root)
+        return self._open[user_id]
 
     def has_vault(self, user_id: str) -> bool:
         """With BRAIN_OWNER only the owner has a vault, the vault root itself: `<root>/<id>`
@@ -149,8 +149,8 @@ class Core:
             check_person_folder(self.settings.vault_root, folder)
 
     def forget_store(self, user_id: str) -> None:
-        if user_id in self._stores:
-            self.keeper.forget(self._stores.pop(user_id))
+        if user_id in self._open:
+            self.stores.forget(self._open.pop(user_id))
 
     def now(self) -> datetime:
         return datetime.now(ZoneInfo(self.settings.tz))
@@ -163,8 +163,8 @@ class Core:
             aclose = getattr(provider, "aclose", None)
             if aclose is not None:  # the SDK providers' HTTP clients
                 await aclose()
-        if self._keeper is not None:
-            await self._keeper.close()
+        if self._stores is not None:
+            await self._stores.close()
         await self.db.close()
 
 

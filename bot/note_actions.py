@@ -14,7 +14,7 @@ from storage.types import Change, MoveResult
 from tools.move_entry import move_note
 
 
-class Changes:
+class NoteActions:
     def __init__(self, core: Core, conversations: Conversations) -> None:
         self.core = core
         self.conversations = conversations

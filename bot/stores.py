@@ -1,6 +1,6 @@
 """What the Brain knows of search by meaning, and how it keeps the index fresh.
 
-`IndexKeeper` makes the Brain's Stores: each shares the process's `Meaning` (the embedding
+`Stores` makes the Brain's Stores: each shares the process's `Meaning` (the embedding
 model, loaded in a worker thread when first needed) and, once `keep_fresh()` has started the
 background indexer (`brain serve`, `brain mcp`), trusts an index its timer refreshed within
 FRESH_WITHIN seconds instead of rescanning on a reply's path; our own writes wake the indexer,
@@ -47,7 +47,7 @@ _TURN_SIMILAR: contextvars.ContextVar[Similar | None] = contextvars.ContextVar(
     "turn_similar", default=None)
 
 
-class IndexKeeper:
+class Stores:
     def __init__(self, settings: Settings, db: Database, *,
                  meaning: Meaning | None = None) -> None:
         self.db = db

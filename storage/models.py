@@ -164,9 +164,9 @@ class ToolRun(Base):
     duration_ms: Mapped[float] = mapped_column(Float)
 
 
-class Capture(Base):
-    __tablename__ = "captures"
-    __table_args__ = (Index("ix_captures_user_created", "user_id", "created_at"),)
+class Receipt(Base):
+    __tablename__ = "receipts"
+    __table_args__ = (Index("ix_receipts_user_created", "user_id", "created_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[str] = mapped_column(String(64))
@@ -185,13 +185,6 @@ class Capture(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     job_id: Mapped[int | None] = mapped_column(Integer, index=True)  # the intake job, if any
-
-
-class ProcessedEvent(Base):
-    __tablename__ = "processed_events"
-
-    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
 class DigestSubscription(Base):
@@ -294,6 +287,6 @@ class SlackHome(Base):
 
 
 CORE_TABLES: tuple[str, ...] = (
-    "conversations", "turns", "messages", "tool_runs", "captures", "processed_events",
+    "conversations", "turns", "messages", "tool_runs", "receipts",
     "digest_subscriptions", "jobs", "reminders", "slack_users", "slack_teams",
 )

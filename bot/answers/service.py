@@ -76,13 +76,13 @@ class Answers:
             return await execute(ctx, call.id or f"ask_{calls}", call.name, call.arguments,
                                  call.parse_error)
 
-        outcome = await run_turn(provider, system=system, history=[],
+        outcome = await run_turn(provider, system=system, earlier=[],
                                  user_text=question, tools=specs, execute=run_call,
                                  max_iterations=MAX_ITERATIONS, terminal={"answer"},
                                  parallel=READ_TOOLS)
         failure = outcome.error
         if not _answered(outcome) and failure is None and outcome.text.strip():
-            failure = await cite_prose(provider, system=system, history=[], outcome=outcome,
+            failure = await cite_prose(provider, system=system, earlier=[], outcome=outcome,
                                        execute=run_call)
         done = _answered(outcome)
         if done:

@@ -1,7 +1,7 @@
-"""Saving a message, anyone's, into the vault of the person who asked (the Save-to-brain
+"""Capturing a message, anyone's, into the vault of the person who asked (the Save-to-brain
 shortcut, the capture reaction).
 
-The same capture path as a turn (`file_thought`: the model's hints, else the keyword rules;
+The same capture path as a turn (`capture_thought`: the model's hints, else the keyword rules;
 the inbox when unsure), with the message's permalink as `source` and its author recorded.
 One message is saved once per person: the note's id is derived from (person, channel,
 message), so a second save, by the shortcut or the reaction, finds the first and files
@@ -20,7 +20,8 @@ from bot.llm.types import LLMError, Message, RequestOptions
 from bot.turn.tool_calls import ToolCalls
 from tools.base import derived_id
 from tools.capture.fence import RULE, Fence
-from tools.classify_and_capture import DESCRIPTION, SCHEMA, file_thought, repair
+from tools.capture.thought import capture_thought
+from tools.classify_and_capture import DESCRIPTION, SCHEMA, repair
 from tools.readers.sections import SharedFile, read_all
 from tools.web.links import message_links
 
@@ -33,45 +34,46 @@ category's fields (next_action, due_date YYYY-MM-DD, follow_ups, one_liner, cont
 Someone else may have written it; the author is named for context. Today is {today}.
 - {rule}"""
 MAX_HINT_TEXT = 4000
-MAX_SAVES = 50  # saves of one message by one person (each undone before the next)
+MAX_CAPTURES = 50  # captures of one message by one person (each undone before the next)
 
 
 @dataclass(frozen=True)
-class Saved:
+class CapturedMessage:
     data: dict[str, Any]  # what the capture card shows (as a capture's tool output)
     text: str  # one line: where it went
     already: bool  # this person saved this message before: nothing was filed now
 
 
-def save_key(user_id: str, channel: str, message_ts: str) -> str:
+def capture_key(user_id: str, channel: str, message_ts: str) -> str:
+    # Notes' ids are derived from it: the words are stored, never to change.
     return f"save:{user_id}:{channel}:{message_ts}"
 
 
-class Saver:
+class MessageCaptures:
     def __init__(self, core: Core, tools: ToolCalls) -> None:
         self.core = core
         self.tools = tools
 
-    async def save(self, *, user_id: str, text: str, channel: str, message_ts: str,
+    async def capture(self, *, user_id: str, text: str, channel: str, message_ts: str,
                    source: str, author: str | None = None,
                    job_id: int | None = None, files: list[SharedFile] | None = None,
-                   unfurls: list[dict[str, str]] | None = None) -> Saved:
+                   unfurls: list[dict[str, str]] | None = None) -> CapturedMessage:
         """File `text` for `user_id`, or find it filed before; `author` is who wrote it.
         The message's `files` (and the page of a message that is a link) go into the note."""
         store = self.core.store_for(user_id)
-        key = save_key(user_id, channel, message_ts)
+        key = capture_key(user_id, channel, message_ts)
         n = 1
-        while n < MAX_SAVES:
+        while n < MAX_CAPTURES:
             receipt = await self.core.receipts.for_entry(derived_id(key, n))
             if receipt is None or receipt.user_id != user_id:
                 break
             if receipt.category != "trash":
                 entry = await store.find_id(receipt.entry_id, at=receipt.path)
                 if entry is not None:
-                    return Saved(_card_data(entry, receipt.status), f"Already saved: "
+                    return CapturedMessage(_card_data(entry, receipt.status), f"Already saved: "
                                  f"{entry.name} ({entry.category})", already=True)
                 break  # deleted by hand: its id is free again
-            n += 1  # undone since: saving again files a new note
+            n += 1  # undone since: capturing it again files a new note
         # The ids come from the message: a note a crashed run made is found, not made again.
         ctx = self.tools.context(user_id, source=source, channel=channel,
                                  thread_ts=message_ts, job_id=job_id, job_key=key,
@@ -83,15 +85,15 @@ class Saver:
         hints = await self._hints(user_id, text, author)
         extra = {"author": author} if author else None
         footer = f"Saved from a Slack message by {author}." if author else None
-        output = await file_thought(ctx, text, hints, extra_fields=extra, footer=footer,
+        output = await capture_thought(ctx, text, hints, extra_fields=extra, footer=footer,
                                     repeat_ok=True)
-        log.info("saved message %s/%s for %s as %s", channel, message_ts, user_id,
+        log.info("captured message %s/%s for %s as %s", channel, message_ts, user_id,
                  output.data.get("id"))
-        return Saved(output.data, output.text, already=False)
+        return CapturedMessage(output.data, output.text, already=False)
 
     async def _hints(self, user_id: str, text: str, author: str | None) -> dict[str, Any]:
         """The model's classification (one forced tool call); {} (the keyword rules) offline
-        or when the model fails: a save never depends on the model."""
+        or when the model fails: a capture never depends on the model."""
         provider, _notice = await self.core.provider_for(user_id)
         if isinstance(provider, OfflineProvider):
             return {}

@@ -110,12 +110,6 @@ def port_number(text: str) -> int:
     return value
 
 
-def vault_path(settings: Settings, args: argparse.Namespace) -> Path:
-    if getattr(args, "vault", None) is not None:
-        return Path(args.vault)
-    return settings.vault_for(user_id(settings, args))
-
-
 def user_id(settings: Settings, args: argparse.Namespace) -> str:
     return getattr(args, "user", None) or settings.default_user
 
@@ -324,7 +318,7 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
             told = True
         line.update(done, total, seconds)
 
-    stats = await opened.brain.keeper.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
+    stats = await opened.brain.stores.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
                                                 progress=progress)
     line.done()
     if stats is None:
@@ -338,4 +332,4 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
 
 async def embed_written(opened: Opened) -> None:
     """After a write: the notes just written (the newest) get their vectors."""
-    await opened.brain.keeper.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)
+    await opened.brain.stores.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)

@@ -263,7 +263,7 @@ def _print_move(result: MoveResult) -> None:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    return _verb(args, lambda v: v.brain.changes.move(user_id=v.user, ref=args.ref, category=args.category), _print_move)
+    return _verb(args, lambda v: v.brain.note_actions.move(user_id=v.user, ref=args.ref, category=args.category), _print_move)
 
 
 def _print_backlinks(result: BacklinkList) -> None:
@@ -287,7 +287,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         store = v.store
         stats = await store.refresh()  # the words index first: keyword search works at once
         line = ProgressLine(sys.stderr, quiet=args.json)
-        embedded = await v.brain.keeper.reindex(store, progress=line.update)
+        embedded = await v.brain.stores.reindex(store, progress=line.update)
         line.done()
         return str(store.vault.root), stats, (embedded, store.meaning.why)
 

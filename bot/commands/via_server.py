@@ -58,7 +58,7 @@ async def answering_cli(brain: Brain, vault: Path | str | None) -> AsyncIterator
         some are still waiting, the CLI runs the verb itself (it says so). No rescan: the
         indexer's, at most a few seconds old, is trusted (the README says so)."""
         store = brain.store_for(user)
-        stats = await brain.keeper.catch_up(store, budget=SEARCH_EMBED_SECONDS, rescan=False)
+        stats = await brain.stores.catch_up(store, budget=SEARCH_EMBED_SECONDS, rescan=False)
         if stats is None or stats.pending:
             raise RuntimeError("search by meaning is not ready here")
 

@@ -50,7 +50,7 @@ class JobKind(StrEnum):
     DIGEST = "digest"  # /digest
     THREAD_STARTED = "thread_started"  # the assistant panel opened a thread
     THREAD_CONTEXT = "thread_context"  # the channel beside an assistant thread changed
-    SAVE = "save"  # the Save-to-brain shortcut or the capture reaction
+    CAPTURE = "capture"  # a message captured: the Save-to-brain shortcut or the capture reaction
     HOME = "home"  # the App Home opened
     HOME_ACTION = "home_action"  # a button or select on the App Home
     REMINDER = "reminder"  # a due-date reminder to deliver
@@ -60,7 +60,7 @@ class JobKind(StrEnum):
 
 
 # What runs the model, counted against a person's share (BRAIN_USER_RUNNING, BRAIN_USER_RATE).
-METERED = (JobKind.TURN, JobKind.SAVE, JobKind.DIGEST)
+METERED = (JobKind.TURN, JobKind.CAPTURE, JobKind.DIGEST)
 
 
 class LeaseLost(Exception):
@@ -206,10 +206,6 @@ class JobContext:
     result: dict[str, Any]
     owner: str | None = None  # the worker holding the lease (None: not fenced)
     noted: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def first_attempt(self) -> bool:
-        return self.job.attempts <= 1
 
     async def remember(self, **effects: Any) -> None:
         """Record effects the moment they are made (a later run must not repeat them);

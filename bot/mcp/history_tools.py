@@ -113,7 +113,7 @@ async def _undo_session(brain: Brain, user_id: str, batch: Batch | None) -> type
 
     refused = None
     try:
-        await brain.changes.undo_all(user_id=user_id, changes=list(batch.changes),
+        await brain.note_actions.undo_all(user_id=user_id, changes=list(batch.changes),
                                      undone=left_batch)
     except StorageError as exc:
         refused = exc.message

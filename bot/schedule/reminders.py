@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.core import Core
 from bot.jobs.queue import JobKind
-from bot.schedule.ticker import Poller
+from bot.schedule.ticker import Ticker
 from bot.turn.tool_calls import ToolCalls
 from storage.repositories import digest_data as q
 from storage.repositories import journal, slack_state
@@ -128,7 +128,7 @@ class Reminders:
                                      arguments={"path": ref, "updates": updates})
 
 
-class ReminderScheduler(Poller):
+class ReminderScheduler(Ticker):
     """Polls and claims due reminders; `wake()` tells the worker new jobs are there."""
 
     what = "reminder"
@@ -153,7 +153,7 @@ class ReminderScheduler(Poller):
         now = self.now()
         claimed: list[tuple[str, str, str]] = []
         async with self.core.db.session() as s:
-            users = await slack_state.slack_users_with_captures(s)
+            users = await slack_state.slack_users_with_receipts(s)
             paused = await slack_state.paused_users(s)
             stopped = bool(await slack_state.uninstalled_teams(s))
         if stopped:

@@ -13,7 +13,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-class Poller:
+class Ticker:
     what = "scheduler"  # for the log line of a failed tick
 
     def __init__(self, clock: Callable[[], datetime], poll_seconds: float) -> None:

@@ -192,8 +192,8 @@ def save_spec(body: dict[str, Any]) -> JobSpec:
     ts = message.get("ts") or body.get("message_ts") or ""
     _need({"user": user, "channel": channel, "ts": ts, "trigger": body.get("trigger_id")},
           "user", "channel", "ts", "trigger")
-    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind=JobKind.SAVE, user=user,
-                   lane=f"save:{user}",
+    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind=JobKind.CAPTURE, user=user,
+                   lane=f"capture:{user}",
                    payload={"via": "shortcut", "user": user, "channel": channel,
                             "message_ts": ts, "thread_ts": message.get("thread_ts"),
                             "text": str(message.get("text") or ""),
@@ -210,8 +210,8 @@ def reaction_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
             "event_id": body.get("event_id")}
     _need(spec, "user", "channel", "ts", "event_id")
     user = str(spec["user"])
-    return JobSpec(key=f"event:{spec['event_id']}", kind=JobKind.SAVE, user=user,
-                   lane=f"save:{user}",
+    return JobSpec(key=f"event:{spec['event_id']}", kind=JobKind.CAPTURE, user=user,
+                   lane=f"capture:{user}",
                    payload={"via": "reaction", "user": user, "channel": spec["channel"],
                             "message_ts": spec["ts"], "author": event.get("item_user")})
 

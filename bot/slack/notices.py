@@ -60,9 +60,9 @@ class Notices:
             await web.post_once(self.client, job, p["channel"], p["thread_ts"], msg,
                                 slot="waiting")
             await web.set_status(self.client, p["channel"], p["thread_ts"], "")
-        elif kind == JobKind.SAVE and p.get("response_url"):
+        elif kind == JobKind.CAPTURE and p.get("response_url"):
             await web.respond(p["response_url"], msg)
-        elif kind == JobKind.SAVE:
+        elif kind == JobKind.CAPTURE:
             await web.ephemeral(self.client, p["channel"], p["user"], WAITING)
         elif kind in (JobKind.BUTTON, JobKind.REMINDER_BUTTON, JobKind.HOME_ACTION) and \
                 isinstance(p.get("press"), dict):

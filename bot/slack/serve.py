@@ -177,7 +177,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
         if listener is not None:
             listener.close()
         return
-    brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
+    brain.stores.keep_fresh()  # the index rescanned and embedded in the background
     if accepted and not settings.oauth:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
     pool = WorkerPool((workers or settings.processes) - 1, log_level,

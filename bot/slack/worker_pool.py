@@ -156,7 +156,7 @@ async def work_only(settings: Settings, stop: asyncio.Event, listen_fd: int | No
     from bot.slack.app import SlackBot
 
     brain = await Brain.start(settings)
-    brain.keeper.keep_fresh()  # this process's writes are embedded by this process
+    brain.stores.keep_fresh()  # this process's writes are embedded by this process
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds))
     loop = asyncio.get_running_loop()

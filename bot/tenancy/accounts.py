@@ -80,18 +80,18 @@ class Accounts:
         root = self._vault(user_id)
         async with self.core.db.session() as s:
             conversations = await user_data.conversations_of(s, user_id)
-            captures = await user_data.captures_of(s, user_id)
+            receipts = await user_data.receipts_of(s, user_id)
         return Footprint(user_id, root, len(_vault_files(root)) if root else 0,
                          {"conversations": len(conversations),
                           "turns": sum(len(c["turns"]) for c in conversations),
-                          "captures": len(captures)})
+                          "receipts": len(receipts)})
 
     async def export(self, user_id: str, out: Path) -> Footprint:
         """Write the person's vault and data to the zip `out` (replaced if it exists)."""
         root = self._vault(user_id)
         async with self.core.db.session() as s:
             conversations = await user_data.conversations_of(s, user_id)
-            captures = await user_data.captures_of(s, user_id)
+            receipts = await user_data.receipts_of(s, user_id)
             digests = await user_data.subscriptions_of(s, user_id)
         files = _vault_files(root) if root else []
         history = self.core.store_for(user_id).history if root else None
@@ -103,7 +103,7 @@ class Accounts:
             for path, name in history.files() if history is not None else []:
                 zf.write(path, "history/" + name)  # a git repository: `git log` reads it
             for name, data in (("conversations.json", conversations),
-                               ("captures.json", captures),
+                               ("captures.json", receipts),  # the file's name is the export's format
                                ("digest_subscriptions.json", digests),
                                ("export.json", {"user_id": user_id,
                                                 "exported_at": datetime.now(UTC).isoformat(),
@@ -113,7 +113,7 @@ class Accounts:
         log.info("exported %s: %d files, %d conversations", user_id, len(files),
                  len(conversations))
         return Footprint(user_id, root, len(files),
-                         {"conversations": len(conversations), "captures": len(captures)})
+                         {"conversations": len(conversations), "receipts": len(receipts)})
 
     async def forget(self, user_id: str) -> Footprint:
         """Erase the person's vault and every row of theirs. Not undoable."""

@@ -117,7 +117,7 @@ async def run_turn(
     provider: Provider,
     *,
     system: str,
-    history: Sequence[Message],
+    earlier: Sequence[Message],
     user_text: str,
     tools: Sequence[ToolSpec],
     execute: Executor,
@@ -134,7 +134,7 @@ async def run_turn(
     tool_list = list(tools)
 
     async def ask(choice: ToolChoice, system_text: str) -> Completion:
-        completion = await provider.complete(system_text, [*history, *outcome.messages],
+        completion = await provider.complete(system_text, [*earlier, *outcome.messages],
                                              tool_list, choice)
         outcome.llm_calls += 1
         outcome.usage = outcome.usage + completion.usage

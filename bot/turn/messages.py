@@ -1,4 +1,4 @@
-"""Conversation history: stored turns -> the messages of the next request.
+"""A conversation's earlier turns -> the messages of the next request.
 
 The request carries whole turns only, and every tool call must be answered exactly once by the
 message right after it (both providers answer 400 otherwise, and a single broken pair would
@@ -123,7 +123,7 @@ def shorten_captured(message: Message, limit: int = OLD_RESULT_CHARS) -> Message
     return Message(role="user", content=shortened(text, limit))
 
 
-def build_history(turns: Iterable[Sequence[dict[str, Any]]], *, keep_full: int = 1) -> list[Message]:
+def request_messages(turns: Iterable[Sequence[dict[str, Any]]], *, keep_full: int = 1) -> list[Message]:
     """Stored turns (oldest first) -> request messages; the last `keep_full` turns keep
     their tool results and captured data whole, older ones are shortened."""
     turn_list = [list(t) for t in turns]
@@ -155,6 +155,6 @@ def is_paired(messages: Sequence[Message]) -> bool:
 
 
 def stored_message(row: Any) -> dict[str, Any]:
-    """A stored message row (storage.repositories.MessageRow) as `build_history` takes it."""
+    """A stored message row (storage.repositories.MessageRow) as `request_messages` takes it."""
     return {"role": row.role, "content": row.content, "tool_calls": row.tool_calls,
             "tool_results": row.tool_results}

@@ -27,7 +27,7 @@ from tools.registry import Execution, keeping_names
 from tools.rules.intent import route
 
 if TYPE_CHECKING:
-    from storage.repositories import CaptureRow
+    from storage.repositories import ReceiptRow
 
 ANSWERED_WITHOUT_FILING = "the model answered without filing it"
 MAX_VIEW = 2000  # a longer message reaches the model shortened; a capture keeps all of it
@@ -219,12 +219,12 @@ def told_truth(outcome: LoopOutcome) -> None:
         outcome.messages.append(receipt_message(text))
 
 
-def filed_notes(captures: list[CaptureRow]) -> list[FiledNote]:
+def filed_notes(captures: list[ReceiptRow]) -> list[FiledNote]:
     """The notes a conversation filed, as the system prompt names them."""
     return [FiledNote(c.path, c.entry_id, _name_of(c)) for c in captures if c.entry_id]
 
 
-def _name_of(capture: CaptureRow) -> str:
+def _name_of(capture: ReceiptRow) -> str:
     text = capture.original_text.strip().splitlines()[0] if capture.original_text.strip() else ""
     return text[:60] or capture.path
 

@@ -66,7 +66,7 @@ _INSERT_FTS = text(
     "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body, meta) "
     "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
 )
-# The stems table has no content of its own (migration 0014): a row is deleted by giving
+# The stems table has no content of its own (migration 0015): a row is deleted by giving
 # FTS5 the values it was indexed with, which `index_fts` holds.
 _INSERT_STEMS = text(
     "INSERT INTO index_stems (rowid, name, one_liner, context, next_action, body, meta) "
@@ -110,7 +110,7 @@ class Plan:
     unchanged: int = 0
 
     @property
-    def changes(self) -> bool:
+    def writes_rows(self) -> bool:
         return bool(self.add or self.replace or self.remove)
 
 
@@ -187,7 +187,7 @@ async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
 
 
 async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
-    if plan.changes:
+    if plan.writes_rows:
         # Bump first: on SQLite this takes the write lock; on PostgreSQL it locks the vault's
         # row, so two writers of one vault go one after the other.
         await session.execute(

@@ -298,9 +298,9 @@ class SearchIndex:
         someone else, may carry the id too). Else all of them."""
         if len(paths) < 2:
             return paths
-        from storage.repositories.captures import capture_for_entry  # (rare: the ORM loads)
+        from storage.repositories.receipts import receipt_for_entry  # (rare: the ORM loads)
 
-        receipt = await capture_for_entry(session, entry_id)
+        receipt = await receipt_for_entry(session, entry_id)
         return [receipt.path] if receipt is not None and receipt.path in paths else paths
 
     async def named(self, session: AsyncSession, words: str) -> builtins.list[EntrySummary]:

@@ -17,7 +17,7 @@ from sqlalchemy import and_, column, func, or_, select, table, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
-from storage.models import Capture, DigestSubscription
+from storage.models import DigestSubscription, Receipt
 from storage.text import name_text
 
 _notes = table(
@@ -48,7 +48,7 @@ class NoteRow:
 
 
 @dataclass(frozen=True)
-class CaptureInfo:
+class ReceiptInfo:
     id: int
     entry_id: str
     path: str
@@ -124,8 +124,8 @@ async def notes_by_ids(s: AsyncSession, vault: str, ids: Sequence[str]) -> dict[
     return {r.id: _note(r) for r in (await s.execute(query)).all()}
 
 
-def _capture(c: Capture) -> CaptureInfo:
-    return CaptureInfo(c.id, c.entry_id, c.path, c.category, c.status, c.original_text,
+def _capture(c: Receipt) -> ReceiptInfo:
+    return ReceiptInfo(c.id, c.entry_id, c.path, c.category, c.status, c.original_text,
                        c.created_at)
 
 
@@ -135,16 +135,16 @@ def _window(start: datetime, end: datetime) -> None:
             raise InvalidValue(f"capture window bounds must be timezone-aware: {value}")
 
 
-async def captures_between(s: AsyncSession, user_id: str, start: datetime, end: datetime, *,
+async def receipts_between(s: AsyncSession, user_id: str, start: datetime, end: datetime, *,
                            statuses: Sequence[str] | None = None,
-                           limit: int = 50) -> list[CaptureInfo]:
+                           limit: int = 50) -> list[ReceiptInfo]:
     """The user's captures with start <= created_at < end, newest first."""
     _window(start, end)
-    query = select(Capture).where(Capture.user_id == user_id, Capture.created_at >= start,
-                                  Capture.created_at < end)
+    query = select(Receipt).where(Receipt.user_id == user_id, Receipt.created_at >= start,
+                                  Receipt.created_at < end)
     if statuses is not None:
-        query = query.where(Capture.status.in_(list(statuses)))
-    rows = await s.scalars(query.order_by(Capture.created_at.desc(), Capture.id.desc())
+        query = query.where(Receipt.status.in_(list(statuses)))
+    rows = await s.scalars(query.order_by(Receipt.created_at.desc(), Receipt.id.desc())
                            .limit(limit))
     return [_capture(c) for c in rows]
 
@@ -153,10 +153,10 @@ async def capture_counts(s: AsyncSession, user_id: str, start: datetime,
                          end: datetime) -> dict[str, int]:
     """How many captures per category in [start, end) (not bounded: it is one row each)."""
     _window(start, end)
-    query = (select(Capture.category, func.count())
-             .where(Capture.user_id == user_id, Capture.created_at >= start,
-                    Capture.created_at < end)
-             .group_by(Capture.category))
+    query = (select(Receipt.category, func.count())
+             .where(Receipt.user_id == user_id, Receipt.created_at >= start,
+                    Receipt.created_at < end)
+             .group_by(Receipt.category))
     return {cat: int(n) for cat, n in (await s.execute(query)).all()}
 
 

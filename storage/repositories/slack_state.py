@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
-from storage.models import Capture, Reminder, SlackHome, SlackTeam, SlackUser, utcnow
+from storage.models import Receipt, Reminder, SlackHome, SlackTeam, SlackUser, utcnow
 from storage.repositories.common import aware, not_empty, rowcount
 
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -170,9 +170,9 @@ async def prune_oauth_states(s: AsyncSession, now: datetime) -> int:
     return rowcount(result)
 
 
-async def slack_users_with_captures(s: AsyncSession) -> list[str]:
+async def slack_users_with_receipts(s: AsyncSession) -> list[str]:
     """Slack users who have filed anything: whose vaults the reminders look into."""
-    rows = await s.scalars(select(Capture.user_id).distinct())
+    rows = await s.scalars(select(Receipt.user_id).distinct())
     return sorted(u for u in rows if SLACK_USER.match(u))
 
 
@@ -192,9 +192,3 @@ async def claim_reminder(s: AsyncSession, user_id: str, ref: str, day: str) -> b
     except IntegrityError:  # another replica claimed it between the read and the insert
         return False
     return True
-
-
-async def prune_reminders(s: AsyncSession, older_than: datetime) -> int:
-    aware(older_than, "older_than")
-    result = await s.execute(delete(Reminder).where(Reminder.created_at < older_than))
-    return rowcount(result)

@@ -15,12 +15,11 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.models import (
-    Capture,
     Conversation,
     DigestSubscription,
     Job,
     Message,
-    ProcessedEvent,
+    Receipt,
     Reminder,
     SlackUser,
     ToolRun,
@@ -70,9 +69,9 @@ async def conversations_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]
              "updated_at": _when(c.updated_at), "turns": by_conv[c.id]} for c in convs]
 
 
-async def captures_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]]:
-    rows = await s.scalars(select(Capture).where(Capture.user_id == user_id)
-                           .order_by(Capture.id))
+async def receipts_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]]:
+    rows = await s.scalars(select(Receipt).where(Receipt.user_id == user_id)
+                           .order_by(Receipt.id))
     return [{"entry_id": c.entry_id, "path": c.path, "category": c.category,
              "status": c.status, "confidence": c.confidence, "original_text": c.original_text,
              "channel": c.channel, "thread_ts": c.thread_ts,
@@ -91,7 +90,7 @@ async def subscriptions_of(s: AsyncSession, user_id: str) -> list[dict[str, Any]
 
 async def holds_any(s: AsyncSession, user_id: str) -> bool:
     """Does the database hold anything of the user (a conversation, receipt, job, setting)?"""
-    for model in (Conversation, Capture, Job, DigestSubscription, Reminder, SlackUser):
+    for model in (Conversation, Receipt, Job, DigestSubscription, Reminder, SlackUser):
         found = await s.execute(select(model.user_id).where(model.user_id == user_id).limit(1))
         if found.first() is not None:
             return True
@@ -108,10 +107,10 @@ async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:
         "messages": rowcount(await s.execute(delete(Message)
                                              .where(Message.conversation_id.in_(convs)))),
         "turns": rowcount(await s.execute(delete(Turn).where(Turn.conversation_id.in_(convs)))),
-        "captures": rowcount(await s.execute(delete(Capture).where(Capture.user_id == user_id))),
+        "receipts": rowcount(await s.execute(delete(Receipt).where(Receipt.user_id == user_id))),
     }
-    # Captures of other users never point at this user's conversations, but be sure.
-    await s.execute(update(Capture).where(Capture.conversation_id.in_(convs))
+    # Receipts of other users never point at this user's conversations, but be sure.
+    await s.execute(update(Receipt).where(Receipt.conversation_id.in_(convs))
                     .values(conversation_id=None))
     counts["conversations"] = rowcount(await s.execute(
         delete(Conversation).where(Conversation.user_id == user_id)))
@@ -124,8 +123,8 @@ async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:
 
 # Tables a forget deletes from: on PostgreSQL their dead rows are vacuumed away at once.
 _FORGOTTEN_IN = ("index_notes", "index_links", "index_vectors", "index_passages",
-                 "conversations", "turns",
-                 "messages", "tool_runs", "captures", "jobs", "reminders")
+                 "conversations", "turns", "messages", "tool_runs", "receipts", "jobs",
+                 "reminders")
 
 
 async def scrub(engine: AsyncEngine) -> None:
@@ -148,8 +147,8 @@ async def scrub(engine: AsyncEngine) -> None:
 
 async def prune(s: AsyncSession, older_than: datetime) -> dict[str, int]:
     """Retention: turns (with their messages and tool runs) begun before `older_than`,
-    conversations idle since then and left empty, finished jobs, reminder claims and
-    processed events from before it. Notes and capture receipts stay."""
+    conversations idle since then and left empty, finished jobs and reminder claims from
+    before it. Notes and capture receipts stay."""
     aware(older_than, "older_than")
     old = select(Turn.id).where(Turn.created_at < older_than).scalar_subquery()
     counts = {
@@ -160,7 +159,7 @@ async def prune(s: AsyncSession, older_than: datetime) -> dict[str, int]:
     left = select(Turn.id).where(Turn.conversation_id == Conversation.id).exists()
     idle = select(Conversation.id).where(Conversation.updated_at < older_than,
                                          ~left).scalar_subquery()
-    await s.execute(update(Capture).where(Capture.conversation_id.in_(idle))
+    await s.execute(update(Receipt).where(Receipt.conversation_id.in_(idle))
                     .values(conversation_id=None))
     counts["conversations"] = rowcount(await s.execute(
         delete(Conversation).where(Conversation.updated_at < older_than, ~left)))
@@ -168,6 +167,4 @@ async def prune(s: AsyncSession, older_than: datetime) -> dict[str, int]:
         delete(Job).where(Job.state.in_(("done", "failed")), Job.finished_at < older_than)))
     counts["reminders"] = rowcount(await s.execute(
         delete(Reminder).where(Reminder.created_at < older_than)))
-    counts["processed_events"] = rowcount(await s.execute(
-        delete(ProcessedEvent).where(ProcessedEvent.received_at < older_than)))
     return counts

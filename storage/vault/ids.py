@@ -2,7 +2,7 @@
 
 The app writes each note's id into its frontmatter, but a file can carry an id it was not
 given: a copy made in Obsidian, a note someone else wrote. The note the app made under an id is
-the one its capture receipt (storage/receipts.py) points at: a lookup by id goes there when
+the one its capture receipt (storage/repositories/receipts.py) points at: a lookup by id goes there when
 several files carry the id (storage/index `SearchIndex._owned`), and a note with a derived id
 counts as made only when its receipt says so (`Claim`, written before the note), never because
 some file merely carries the id.

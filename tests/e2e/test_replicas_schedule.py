@@ -48,7 +48,7 @@ async def _due_work(url: str, data: Path, now: datetime) -> None:
             sub = await repositories.upsert_subscription(s, USER, "daily", slot.hour,
                                                          slot.minute, None, TZ, DM)
             await repositories.mark_sent(s, sub.id, slot - timedelta(days=1))
-            await repositories.add_capture(s, user_id=USER, original_text="Renew passport",
+            await repositories.add_receipt(s, user_id=USER, original_text="Renew passport",
                                            entry_id=note.id or "", path=note.path,
                                            category="admin", confidence=0.9, status="filed")
             await s.commit()

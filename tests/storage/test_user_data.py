@@ -45,7 +45,7 @@ async def conversation(db: Database, user: str, key: str, texts: list[str],
                 row = await s.get(Turn, turn)
                 assert row is not None
                 row.created_at = at
-        await repositories.add_capture(s, user_id=user, original_text=texts[0],
+        await repositories.add_receipt(s, user_id=user, original_text=texts[0],
                                        entry_id=f"e_{key}", path="ideas/x.md",
                                        category="ideas", confidence=0.9, status="filed",
                                        conversation_id=conv.id)
@@ -63,16 +63,16 @@ async def test_forget_erases_one_person_and_no_one_else(db: Database) -> None:
         await slack_state.home_opened(s, "U1")
         counts = await user_data.forget(s, "U1")
         await s.commit()
-    assert counts == {"tool_runs": 2, "messages": 4, "turns": 2, "captures": 1,
+    assert counts == {"tool_runs": 2, "messages": 4, "turns": 2, "receipts": 1,
                       "conversations": 1, "jobs": 1, "digest_subscriptions": 1,
                       "reminders": 1, "slack_users": 1}
     async with db.session() as s:
         assert await user_data.conversations_of(s, "U1") == []
-        assert await user_data.captures_of(s, "U1") == []
+        assert await user_data.receipts_of(s, "U1") == []
         (theirs,) = await user_data.conversations_of(s, "U2")
         assert theirs["turns"][0]["user_text"] == "theirs"
         assert theirs["turns"][0]["tool_runs"][0]["tool"] == "search_entries"
-        assert len(await user_data.captures_of(s, "U2")) == 1
+        assert len(await user_data.receipts_of(s, "U2")) == 1
 
 
 async def test_retention_prunes_old_turns_and_keeps_receipts_and_recent_talk(
@@ -93,7 +93,7 @@ async def test_retention_prunes_old_turns_and_keeps_receipts_and_recent_talk(
     async with db.session() as s:
         (left,) = await user_data.conversations_of(s, "U1")
         assert left["turns"][0]["user_text"] == "recent"
-        receipts = await user_data.captures_of(s, "U1")
+        receipts = await user_data.receipts_of(s, "U1")
     assert len(receipts) == 2  # the notes' receipts stay
     assert {r["entry_id"] for r in receipts} == {"e_slack:D1:1:U1", "e_slack:D1:2:U1"}
     assert kept != gone

@@ -37,7 +37,7 @@ def saved_message(saved: dict[str, Any]) -> cards.SlackMessage:
     return cards.message(blocks, cards.escape(f"{head} {saved['text']}"))
 
 
-class SaveWork:
+class CaptureWork:
     def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings,
                  refresh_home: Callable[[str], Awaitable[None]]) -> None:
         self.brain = brain
@@ -46,7 +46,7 @@ class SaveWork:
         self.refresh_home = refresh_home
 
     def handlers(self) -> dict[str, Handler]:
-        return {JobKind.SAVE: self.save}
+        return {JobKind.CAPTURE: self.save}
 
     async def save(self, job: JobContext) -> None:
         p = job.job.payload
@@ -106,7 +106,7 @@ class SaveWork:
             self.client.token or "", self.settings.slack_api_url, files,
             int(self.settings.max_file_mb * 2**20)) if files else []
         name = await web.user_name(self.client, author) if author else None
-        result = await self.brain.saves.save(
+        result = await self.brain.captures.capture(
             user_id=user, text=text, channel=channel, message_ts=ts,
             source=permalink(channel, ts, thread_ts), author=name, job_id=job.job.id,
             files=shared, unfurls=unfurls)

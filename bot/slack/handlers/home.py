@@ -98,10 +98,10 @@ class HomeWork:
             return f"That button doesn't work any more ({exc})."
         try:
             if action_id == cards.UNDO_ACTION:
-                path = await self.brain.changes.trash(user_id=user, ref=ref)
+                path = await self.brain.note_actions.trash(user_id=user, ref=ref)
                 return f"Moved to the trash: {path} (restorable)"
             if target is not None and action_id == f"{cards.MOVE_ACTION_PREFIX}{target}":
-                moved = await self.brain.changes.move(user_id=user, ref=ref, category=target)
+                moved = await self.brain.note_actions.move(user_id=user, ref=ref, category=target)
                 return f"Moved to {cards.title(moved.category)}: {moved.entry.name}"
         except StorageError as exc:
             return f"Couldn't change it: {exc.message}"

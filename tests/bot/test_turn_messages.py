@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 from bot.llm.types import Message, ToolCall, ToolResult
 from bot.turn.messages import (
     INTERRUPTED,
-    build_history,
     ensure_paired,
     is_paired,
     message_from_dict,
     message_to_dict,
+    request_messages,
 )
 
 
@@ -39,23 +39,23 @@ def test_round_trip_of_stored_messages() -> None:
 
 def test_crash_between_call_and_result_is_repaired_with_an_error_result() -> None:
     turns = [_turn(1, calls=2, answered=0)[:2]]  # the turn died after the call was stored
-    history = build_history(turns)
-    assert is_paired(history)
-    results = history[-1].tool_results
+    messages = request_messages(turns)
+    assert is_paired(messages)
+    results = messages[-1].tool_results
     assert [r.call_id for r in results] == ["c1_0", "c1_1"]
     assert all(r.is_error and r.content == INTERRUPTED for r in results)
 
 
 def test_partial_results_get_the_missing_ones() -> None:
-    history = build_history([_turn(1, calls=3, answered=1)])
-    assert is_paired(history)
-    results = history[2].tool_results
+    messages = request_messages([_turn(1, calls=3, answered=1)])
+    assert is_paired(messages)
+    results = messages[2].tool_results
     assert [r.is_error for r in results] == [False, True, True]
 
 
 def test_old_tool_results_are_shortened_recent_kept_whole() -> None:
-    history = build_history([_turn(1, 1), _turn(2, 1)], keep_full=1)
-    old, new = history[2].tool_results[0], history[6].tool_results[0]
+    messages = request_messages([_turn(1, 1), _turn(2, 1)], keep_full=1)
+    old, new = messages[2].tool_results[0], messages[6].tool_results[0]
     assert len(old.content) < 400 and "shortened" in old.content
     assert len(new.content) == len('{"ok": true, "entries": []}') * 50
 
@@ -79,10 +79,10 @@ def test_no_truncation_of_history_ever_sends_an_unpaired_call(
     for n, (calls, answered) in enumerate(shapes):
         flat.extend(_turn(n, calls, min(answered, calls)))
     window = flat[cut_start: len(flat) - cut_end] if cut_start < len(flat) - cut_end else []
-    history = build_history([window])
-    assert is_paired(history)
+    messages = request_messages([window])
+    assert is_paired(messages)
     # nothing is invented: every call in the output was in the input
-    sent_calls = {c.id for m in history for c in m.tool_calls}
+    sent_calls = {c.id for m in messages for c in m.tool_calls}
     stored_calls = {c["id"] for m in window for c in (m.get("tool_calls") or [])}
     assert sent_calls <= stored_calls
 
@@ -102,7 +102,7 @@ def test_captured_data_stays_fenced_and_is_cut_short_after_its_next_turn() -> No
     view = "Keep these minutes\n\n" + fence.wrap("Shared file m.txt", "a" * 1000 + orders)
     legacy = "Keep these too\n\n[Shared file old.txt; its text:]\n" + orders
     turns = [_shared_turn(0, legacy), _shared_turn(1, view), _shared_turn(2, view)]
-    sent = [m.content for m in build_history(turns) if m.role == "user"]
+    sent = [m.content for m in request_messages(turns) if m.role == "user"]
     assert sent[0] == ("Keep these too\n\n(files were shared with this message; their text is "
                        "in its note)")
     assert sent[1].startswith("Keep these minutes\n\n" + fence.begin("Shared file m.txt"))
