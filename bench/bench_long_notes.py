@@ -154,7 +154,7 @@ async def product_rankings(qset: QuestionSet, url: str,
         stats = await words_only.refresh()
         started = time.perf_counter()
         done = await embed_pending(db, words_only.index.key, meaning)
-        print(f"  {qset.name}: indexed {stats.added} notes, gave {done.embedded} of them vectors"
+        print(f"  {qset.name}: indexed {stats.added} notes, gave {done.embedded} passages vectors"
               f" in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         fused = Store(Vault(qset.root), db, meaning=meaning)
         return {"ours": await keyword_rankings(fused, qset.cases, DEPTH),

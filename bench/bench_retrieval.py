@@ -322,8 +322,9 @@ async def store_search(root: Path, queries: Sequence[Query], floors: Sequence[fl
             wall, cpu = time.perf_counter(), time.process_time()
             done = await embed_pending(db, store.index.key, meaning)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            print(f"embedded {done.embedded} notes in {wall:.1f} s wall, {cpu:.1f} s CPU:"
-                  f" {done.embedded / cpu:.1f} notes/s of CPU, {done.embedded / wall:.1f} wall")
+            print(f"embedded {done.embedded} passages of {done.notes} notes in {wall:.1f} s wall,"
+                  f" {cpu:.1f} s CPU: {done.notes / cpu:.1f} notes/s of CPU,"
+                  f" {done.notes / wall:.1f} wall")
             fused = Store(Vault(root), db, meaning=meaning)
             after = await keyword_rankings(fused, queries)
             rows.append(("Store.search, fused with meaning (after)", metrics(queries, after)))
