@@ -73,9 +73,9 @@ async def _ranked(session: AsyncSession, expression: str, depth: int,
 
 
 def _hits(ranked: list[tuple[int, float]], total: int, expression: str,
-          complete: bool = True) -> WordHits:
+          complete: bool = True, any_word: bool = False) -> WordHits:
     return WordHits([nid for nid, _ in ranked], total, expression, complete,
-                    dict(ranked))
+                    dict(ranked), any_word)
 
 
 async def search_stems(session: AsyncSession, key: str, tokens: Sequence[str],
@@ -85,7 +85,8 @@ async def search_stems(session: AsyncSession, key: str, tokens: Sequence[str],
     bm25: a note scores by the words it has, each weighed by its rarity, as a textbook
     BM25 does (framing words such as "how much did" left out)."""
     terms = [f'"{t}"' for t in content_words(list(tokens))]
-    return await _search(session, key, terms, category, status, depth, alone, STEMS)
+    return await _search(session, key, terms, category, status, depth, alone, STEMS,
+                         any_word=True)
 
 
 async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
@@ -104,7 +105,8 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
         terms = fts_terms(tokens)
         terms = [t for t, w in zip(terms, tokens, strict=True)
                  if w.lower() not in STOPWORDS] or terms
-        return await _search(session, key, terms, category, status, depth, alone, EXACT)
+        return await _search(session, key, terms, category, status, depth, alone, EXACT,
+                             any_word=True)
     if total == 0:
         return WordHits([], 0, expression)
     return await _search(session, key, [core], category, status, depth, alone, EXACT, total)
@@ -112,16 +114,17 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
 
 async def _search(session: AsyncSession, key: str, terms: list[str], category: str | None,
                   status: str | None, depth: int, alone: bool, table: str,
-                  total: int | None = None) -> WordHits:
+                  total: int | None = None, any_word: bool = False) -> WordHits:
     """`terms` OR-ed (one term: as it is) in `table`, ranked whole when few notes match."""
     core = " OR ".join(terms)
     expression = match_expression(key, core, category, status, alone=alone)
     if total is None:
         total = await _count(session, expression, table)
     if total == 0:
-        return WordHits([], 0, expression)
+        return WordHits([], 0, expression, any_word=any_word)
     if total <= RANK_ALL_LIMIT:
-        return _hits(await _ranked(session, expression, depth, table), total, expression)
+        return _hits(await _ranked(session, expression, depth, table), total, expression,
+                     any_word=any_word)
     # (total stays exact: FTS5 counts from its index)
     narrowings = [(core, FIELD_COLUMNS), (core, "name")]
     if len(terms) > 1:
@@ -150,7 +153,7 @@ async def _search(session: AsyncSession, key: str, terms: list[str], category: s
             "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
         seen = {nid for nid, _ in ranked}
         ranked += [(r[0], 0.0) for r in newest if r[0] not in seen][:depth - len(ranked)]
-    return _hits(ranked, total, expression, complete=False)
+    return _hits(ranked, total, expression, complete=False, any_word=any_word)
 
 
 async def members(session: AsyncSession, hits: WordHits, nids: Iterable[int]) -> set[int]:

@@ -144,8 +144,14 @@ class SearchIndex:
         words = _words(session)
         hits = await words.search_words(session, self.key, tokens, category, status, depth,
                                         state.alone)
-        stems = await words.search_stems(session, self.key, tokens, category, status, depth,
-                                         state.alone)
+        # Stems are asked when the exact words leave room: no note had every word (a
+        # question), or few did (a word form: "researching" for "research"); and only where
+        # the words are selective (their match was ranked whole): in a large vault a common
+        # word's notes are narrowed by the exact search already, at the same cost again.
+        stems = WordHits([], 0, "")
+        if hits.complete and (hits.any_word or hits.total < depth):
+            stems = await words.search_stems(session, self.key, tokens, category, status,
+                                             depth, state.alone)
         ranked, total = hits.ranked, hits.total
         names = await names_for(session, self.key, state.generation)
         fuzzy = names.match(" ".join(tokens), category, status)

@@ -173,10 +173,11 @@ async def _any(session: AsyncSession, query: _Query, terms: list[str],
 
 async def _ranked_hits(session: AsyncSession, query: _Query, found: list[int],
                        depth: int) -> WordHits:
+    any_word = " | " in query.tsquery or query.column == STEMS
     if len(found) <= RANK_ALL_LIMIT:
         best = await query.ranked(session, depth) if found else []
         return WordHits([nid for nid, _ in best], len(found), query.tsquery,
-                        complete=True, scores=dict(best))
+                        complete=True, scores=dict(best), any_word=any_word)
     total = max(len(found), await query.estimate(session))
     # Too many to rank whole: the notes with the words in their fields first (ranked, when
     # they are few), then the newest of the first matches the index gave.
@@ -189,7 +190,8 @@ async def _ranked_hits(session: AsyncSession, query: _Query, found: list[int],
     seen = set(ranked)
     ranked += [nid for nid in sorted(found, reverse=True) if nid not in seen][:depth - len(ranked)]
     scores.update({nid: 0.0 for nid in ranked if nid not in scores})  # the newest, unranked
-    return WordHits(ranked, total, query.tsquery, complete=False, scores=scores)
+    return WordHits(ranked, total, query.tsquery, complete=False, scores=scores,
+                    any_word=any_word)
 
 
 async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],

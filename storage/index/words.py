@@ -31,6 +31,7 @@ class WordHits:
     expression: str
     complete: bool = True
     scores: dict[int, float] = field(default_factory=dict)  # nid -> its rank's score (> 0)
+    any_word: bool = False  # no note had every word: these have any of them
 
 
 # Words that only frame a question ("how much did...", "what was my..."): left out of the
