@@ -45,7 +45,7 @@ from storage.vault.links import link_key
 
 MAX_LIMIT = 200
 # Notes asked of meaning: enough that its nearest and farthest frame a fair 0..1 (fusion.py).
-MEANING_DEPTH = 50
+MEANING_DEPTH = 30
 
 
 def _filters(category: str | None, status: str | None, params: dict[str, Any]) -> str:

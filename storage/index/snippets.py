@@ -37,15 +37,18 @@ def query_stems(query: str) -> frozenset[str]:
 
 
 def found_words(text: str, stems: frozenset[str]) -> set[str]:
-    return {s for w in _WORD.findall(text.lower()) if (s := stem(w)) in stems}
+    """The query's stems that words of `text` have (only words that start as one of them
+    does are stemmed: a search shows ten passages, and stemming every word costs)."""
+    starts = {s[:3] for s in stems}
+    return {s for w in _WORD.findall(text.lower()) if w[:3] in starts and (s := stem(w)) in stems}
 
 
 def choose(spans: Sequence[Span], body: str, stems: frozenset[str],
            nearest: int | None) -> Span | None:
     """The passage that matched: most distinct query words, then the one nearest by
     meaning, then the first."""
-    if not spans:
-        return None
+    if len(spans) < 2:
+        return spans[0] if spans else None
     by_seq = {s.seq: s for s in spans}
 
     def rank(span: Span) -> tuple[int, int, int]:
@@ -63,7 +66,9 @@ def marked(text: str, stems: frozenset[str], width: int = SNIPPET_CHARS,
     """`text` on one line, cut to about `width` characters around its first word of the
     query ("…" where cut), and the (start, end) of each query word in what is returned."""
     flat = _SPACE.sub(" ", text).strip()
-    spots = [(m.start(), m.end()) for m in _WORD.finditer(flat) if stem(m.group(0)) in stems]
+    starts = {s[:3] for s in stems}
+    spots = [(m.start(), m.end()) for m in _WORD.finditer(flat)
+             if m.group(0)[:3].lower() in starts and stem(m.group(0)) in stems]
     start = 0
     if len(flat) > width and spots:
         start = max(0, spots[0][0] - width // 4)

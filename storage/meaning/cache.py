@@ -149,7 +149,7 @@ async def top_keys(matrix: VaultMatrix, query: vectors.Matrix | None,
 def depth_for(depth: int, filtered: bool) -> int:
     """How many nearest keys (passages) to take for `depth` notes: a long note's passages
     crowd the nearest, and a filter keeps fewer of them."""
-    return depth * (12 if filtered else 4) + 16
+    return depth * (10 if filtered else 3) + 16
 
 
 @dataclass(frozen=True)

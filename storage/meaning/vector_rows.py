@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from storage.meaning import vectors
@@ -195,20 +195,20 @@ async def passages_for_keys(session: AsyncSession, vault: str, keys: Sequence[st
     filters on their notes)."""
     if not keys:
         return []
-    names = {f"k{i}": key for i, key in enumerate(dict.fromkeys(keys))}
-    params: dict[str, Any] = {"v": vault, **names}
+    params: dict[str, Any] = {"v": vault, "keys": list(dict.fromkeys(keys))}
     source = "index_passages p"
     if category is not None or status is not None:
         source += " JOIN index_notes n ON n.nid = p.nid"
-    sql = (f"SELECT p.nid, p.seq, p.embed_key FROM {source} WHERE p.vault = :v AND "
-           f"p.embed_key IN ({', '.join(':' + n for n in names)})")
+    sql = f"SELECT p.nid, p.seq, p.embed_key FROM {source} WHERE p.vault = :v AND " \
+          "p.embed_key IN :keys"
     if category is not None:
         sql += " AND n.category = :category"
         params["category"] = clean_text(category)
     if status is not None:
         sql += " AND n.status = :status"
         params["status"] = clean_text(status)
-    result = await session.execute(text(sql), params)
+    result = await session.execute(
+        text(sql).bindparams(bindparam("keys", expanding=True)), params)
     return [(int(r[0]), int(r[1]), r[2]) for r in result]
 
 
