@@ -40,7 +40,7 @@ def test_two_folders_use_one_data_dir_and_the_second_search_does_not_embed_again
     first = run_process(here, "search", "budget meeting", "--vault", str(vault), env=one_db)
     second = run_process(there, "search", "budget meeting", "--vault", str(vault), env=one_db)
     assert first.code == 0 and second.code == 0, first.err + second.err
-    assert "giving 12 note(s) vectors" in first.err  # the first search embeds the vault
+    assert "giving 12 passage(s) of your notes vectors" in first.err  # the first search embeds the vault
     assert "vectors" not in second.err, second.err  # the second finds them where they are
     assert first.out == second.out
     assert not (here / "brain-data").exists() and not (there / "brain-data").exists()

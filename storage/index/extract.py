@@ -122,13 +122,20 @@ class IndexedNote:
 
 def passage_rows(vault_key: str, name: str, body: str, extra: str) -> list[dict[str, Any]]:
     """The note's passages as `index_passages` rows (without their note's nid): every note
-    has one at least (a note with no body: its title and short fields). Passages past
-    MAX_PASSAGES get no vector (an empty key): their words still find the note."""
-    found = _passages.split(body) or [_passages.Passage(0, 0, "", 0)]
+    has one at least (a note with no body: its title and short fields). A body is cut into
+    at most MAX_PASSAGES passages, the last holding whatever is left (no vector: its words
+    still find the note), so a pasted 20 MB log costs no more than a long report."""
+    head = body[:_passages.SPLIT_CHARS]
+    found = _passages.split(head) or [_passages.Passage(0, 0, "", 0)]
+    end = len(body.rstrip())
+    if len(found) >= _passages.MAX_PASSAGES or end > len(head):
+        kept = found[:_passages.MAX_PASSAGES - 1]
+        rest = kept[-1].end if kept else 0
+        found = [*kept, _passages.Passage(rest, max(end, rest), "", 0)]
     rows = []
     for seq, p in enumerate(found):
         key = ""
-        if seq < _passages.MAX_PASSAGES:
+        if seq < _passages.MAX_PASSAGES - 1 or len(found) < _passages.MAX_PASSAGES:
             key = embed_key(passage_text(name, body[p.start:p.end], extra, first=seq == 0))
         rows.append({"vault": vault_key, "seq": seq, "start_at": p.start, "end_at": p.end,
                      "heading": p.heading, "embed_key": key})

@@ -24,9 +24,11 @@ PACK_WORDS = 40
 MAX_WORDS = 150
 # A body of at most this many words is one passage, whatever its shape.
 SHORT_WORDS = 80
-# A note's passages beyond this many are not given vectors (its words still find them): a
-# 300-page PDF would otherwise cost minutes of embedding. ~60,000 words.
-MAX_PASSAGES = 400
+# A note gets at most this many passages, the last holding the rest of its body without a
+# vector (its words still find it): ~6,000 words have meaning, and a 300-page PDF or a pasted
+# log costs seconds of embedding, not minutes. Only the first SPLIT_CHARS are cut at all.
+MAX_PASSAGES = 64
+SPLIT_CHARS = 200_000
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")

@@ -79,15 +79,18 @@ async def pending(session: AsyncSession, vault: str, model: str,
     """Up to `limit` passages without vectors of `model`, those of the newest notes first
     (what users ask about)."""
     result = await session.execute(text(
-        "SELECT p.nid, p.embed_key, p.seq, p.start_at, p.end_at, n.name, n.body, n.one_liner, "
-        "n.next_action, n.context FROM index_passages p JOIN index_notes n ON n.nid = p.nid "
+        # (the passage's own text, not its note's body: a 20 MB note read once per passage
+        # would not fit in memory)
+        "SELECT p.nid, p.embed_key, p.seq, substr(n.body, p.start_at + 1, "
+        "p.end_at - p.start_at), n.name, n.one_liner, n.next_action, n.context "
+        "FROM index_passages p JOIN index_notes n ON n.nid = p.nid "
         f"WHERE {_WITHOUT_VECTOR} ORDER BY n.updated_ts DESC, p.nid, p.seq LIMIT :k"),
         {"v": vault, "m": model, "k": limit})
     out = []
-    for nid, key, seq, start, end, name, body, one_liner, next_action, context in result:
+    for nid, key, seq, passage, name, one_liner, next_action, context in result:
         extra = _extra(one_liner, next_action, context)
         out.append(PendingPassage(int(nid), key, passage_text(
-            name or "", (body or "")[start:end], extra, first=seq == 0)))
+            name or "", passage or "", extra, first=seq == 0)))
     return out
 
 

@@ -129,6 +129,7 @@ async def test_every_hit_shows_its_notes_day(tmp_path: Path) -> None:
     write_note(root, "inbox/loose-budget.md", "A loose note about the budget.\n")
     stamp = dt.datetime(2024, 2, 29, 12, tzinfo=dt.UTC).timestamp()
     os.utime(root / "inbox/loose-budget.md", (stamp, stamp))
+    await store.refresh()  # (a Store trusts a slow scan for a moment: be sure it saw them)
     try:
         found = {e.path: e.date for e in (await store.search("budget", limit=10)).entries}
         assert found["admin/budget-may.md"] == "2025-05-20"  # created
