@@ -139,6 +139,9 @@ class Settings(BaseSettings):
 
     # Database, vaults, history (default: the platform's data folder; storage/places.py).
     data_dir: Path = Field(default_factory=default_data_dir, alias="BRAIN_DATA_DIR")
+    # Where notes live: "files" (the vault folder is the truth; one machine) or "database"
+    # (PostgreSQL holds every vault; each machine keeps a mirror: storage/vault/mirror.py).
+    store: str = Field(default="files", alias="BRAIN_STORE")
     vault_dir: Path | None = Field(default=None, alias="BRAIN_VAULT_DIR")
     database_url: str | None = Field(default=None, alias="DATABASE_URL")
     owner: str | None = Field(default=None, alias="BRAIN_OWNER")
@@ -207,6 +210,13 @@ class Settings(BaseSettings):
         if not name or any(c.isspace() for c in name):
             raise ValueError("BRAIN_CAPTURE_REACTION must be an emoji name, e.g. brain")
         return name
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        if value not in ("files", "database"):
+            raise ValueError(f"BRAIN_STORE must be files or database, not {value[:40]!r}")
+        return value
 
     @field_validator("user_rate")
     @classmethod

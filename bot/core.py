@@ -121,8 +121,11 @@ class Core:
             self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too
         store = self._open.get(user_id)
         if store is None:
-            root = self.vault_override or self.settings.vault_for(user_id)
-            store = self._open[user_id] = self.stores.store(root)
+            if self.vault_override is not None:  # a folder as it is: never a mirror
+                store = self.stores.store(self.vault_override)
+            else:
+                store = self.stores.store(self.settings.vault_for(user_id), person=user_id)
+            self._open[user_id] = store
             while len(self._open) > OPEN_STORES:  # the least lately served goes
                 self.stores.forget(self._open.popitem(last=False)[1])
         self._open.move_to_end(user_id)
