@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from storage.meaning.shared_model import Meaning
-from storage.types import FILED_CATEGORIES
+from storage.types import FILED_CATEGORIES, shared_vault
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -75,7 +75,7 @@ class Stores:
         from storage.vault.store import Store
 
         shared = self.database and person is not None
-        vault = Vault(root, key=f"db:{person}" if shared else None)
+        vault = Vault(root, key=shared_vault(person) if shared and person else None)
         history = History(history_path(self.history_root, vault.root), vault)
         store = Store(vault, self.db, meaning=self.meaning, history=history,
                       mirror=Mirror(self.db, vault, history) if shared else None)

@@ -40,6 +40,7 @@ from storage.vault.atomic import TEMP_NAME, write_atomic
 from storage.vault.files import Vault
 from storage.vault.locks import machine_lock
 
+FORGOTTEN = ""  # the head of a vault whose person was forgotten
 STATE = "mirror.json"  # beside the vault's history: the last number pulled, unpushed paths
 
 
@@ -145,6 +146,8 @@ class Mirror:
         return list(files), list(objects), head
 
     def _apply(self, files: list[Any], objects: list[Any], head: Any) -> list[str]:
+        if head is not None and head[0] == FORGOTTEN:
+            return self._wipe()
         store = self.history.repo.repo.object_store
         for sha, kind, data, _ in objects:
             if ObjectID(sha.encode()) not in store:
@@ -169,6 +172,32 @@ class Mirror:
             # the commits, which now hold the other machines' changes too.
             (self.history.path / LOG_NAME).unlink(missing_ok=True)
         return changed
+
+    def _wipe(self) -> list[str]:
+        """The person was forgotten (on some machine): this mirror goes too, history and all."""
+        gone = self._all_files()
+        for rel in gone:
+            self.vault.resolve(rel).unlink(missing_ok=True)
+        for folder in sorted(self.vault.root.rglob("*"), reverse=True):
+            if folder.is_dir() and not folder.is_symlink():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        self.history.erase()
+        return gone
+
+    async def erase(self) -> None:
+        """Forget the vault in the database (`brain forget`): its files and objects deleted,
+        its head marked forgotten, so every machine's mirror erases itself at its next pull.
+        No note's name or text stays."""
+        async with self.db.session() as s:
+            await s.execute(text("DELETE FROM vault_files WHERE vault = :v"), {"v": self.key})
+            await s.execute(text("DELETE FROM vault_objects WHERE vault = :v"), {"v": self.key})
+            await s.execute(text(
+                "INSERT INTO vault_heads (vault, head, updated_at) VALUES (:v, :h, now()) "
+                "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, updated_at = now(), "
+                "seq = nextval('vault_seq')"), {"v": self.key, "h": FORGOTTEN})
+            await s.commit()
+        self.state_path.unlink(missing_ok=True)
 
     # --- push -------------------------------------------------------------------------------
 

@@ -70,6 +70,10 @@ class Upkeep:
         note, indexed before this mirror has it, for one deleted here)."""
         if self.mirror is not None:
             return RefreshStats(changed=tuple(await self._pull()))
+        return await self.rescan()
+
+    async def rescan(self) -> RefreshStats:
+        """Every file of the vault (or the mirror) read again into the index."""
         async with index_turn(self.index.key):
             stats = await self._locked_refresh()
         await self._outside(stats)

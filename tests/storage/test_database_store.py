@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from storage.db import Database
 from storage.history import History, changing, history_path
@@ -102,3 +103,23 @@ async def test_vaults_of_two_people_never_mix(tmp_path: Path, db: Database) -> N
         await a.store.create("ideas", "Kites", {}, "Mine\n")
     assert (await other.store.list()).entries == []
     assert other.files() == {}
+
+
+async def test_a_forgotten_vault_leaves_every_machine_and_the_database(
+        tmp_path: Path, db: Database) -> None:
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    with changing("U1", "cli"):
+        await a.store.create("people", "Sara Lindqvist", {}, "Her new address\n")
+    assert [e.name for e in (await b.store.list()).entries] == ["Sara Lindqvist"]
+    assert a.store.mirror is not None
+    await a.store.mirror.erase()  # what `brain forget` does first in the database store
+    await b.store.list()  # b's next read: its mirror goes, history and all
+    assert b.files() == {}
+    assert not (b.history.path / "repo.git").exists()
+    async with db.session() as s:
+        left = (await s.execute(text(
+            "SELECT (SELECT count(*) FROM vault_files WHERE vault = :v), "
+            "(SELECT count(*) FROM vault_objects WHERE vault = :v), "
+            "(SELECT string_agg(head, ',') FROM vault_heads WHERE vault = :v)"),
+            {"v": PERSON})).one()
+    assert tuple(left) == (0, 0, "")  # no name, no text, no object of theirs
