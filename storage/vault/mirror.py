@@ -80,9 +80,15 @@ class Mirror:
                 await self.push(wrote)
 
     def wrote(self, rels: Iterable[str]) -> None:
-        """The write under way changed these files (sent by its push)."""
-        if self._wrote is not None:
-            self._wrote.extend(rels)
+        """The write under way changed these files (sent by its push). Marked in the mirror's
+        state at once: should the process die before its push, the next write on this
+        machine sends them."""
+        if self._wrote is None:
+            return
+        self._wrote.extend(rels)
+        state = self._state()
+        state["unpushed"] = sorted({*state.get("unpushed", []), *rels})
+        self._save(state)
 
     # --- the mirror's own state -------------------------------------------------------------
 

@@ -230,6 +230,8 @@ class Store(Recorded, Upkeep):
                 await self._record("create", f"{entry.name} in {category}", [entry.path],
                                    new_folders=folders)
                 await self._touched([entry.path])
+            elif self.mirror is not None:  # made by a run that died before sending it
+                self.mirror.wrote([entry.path])
         kept = claim.ok if claim is not None else True
         if receipts is not None and receipt is not None and claim is None and entry.id:
             kept = await receipts.record(receipt, entry.id, entry.path)
