@@ -60,6 +60,10 @@ class Brain:
 
             provider = make_provider(settings)
         db = await Database.open(settings.db_url(), log_content=settings.log_content)
+        if settings.store == "database" and db.engine.dialect.name != "postgresql":
+            await db.close()
+            raise ValueError("BRAIN_STORE=database keeps the notes in PostgreSQL: set "
+                             "DATABASE_URL to a PostgreSQL database (postgresql://...)")
         return cls(Core(settings, db, provider, vault_override=vault_override,
                         meaning=meaning))
 

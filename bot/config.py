@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,9 +43,65 @@ def legacy_notice(settings: Settings) -> str | None:
     return moving_hint(LEGACY)
 
 
-def default_processes() -> int:
-    """`brain serve`'s processes unless chosen: the machine's cores (1 to 64)."""
-    return min(max(os.cpu_count() or 1, 1), 64)
+def default_processes(cgroups: Path = Path("/sys/fs/cgroup"),
+                      mine: Path = Path("/proc/self/cgroup")) -> int:
+    """`brain serve`'s processes unless chosen: the cores this process may run on, and no
+    more than its container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), 1 to 64.
+    A container limited to 2 CPUs on a 64-core host runs 2, not 64."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else (os.cpu_count() or 1)
+    quota = cpu_quota(cgroups, mine)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return min(max(cores, 1), 64)
+
+
+def cpu_quota(cgroups: Path, mine: Path) -> float | None:
+    """The CPUs this process's cgroup (and every cgroup above it) may use; None: no limit
+    set, or no cgroup to read."""
+    try:
+        lines = mine.read_text().splitlines()
+    except OSError:
+        return None
+    found: list[float] = []
+    for line in lines:
+        _, controllers, where = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        if controllers == "":  # v2: "0::/path"
+            found += _quotas(cgroups, where, lambda d: _v2(d / "cpu.max"))
+        elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path"
+            base = next((cgroups / c for c in (controllers, "cpu", "cpu,cpuacct")
+                         if (cgroups / c).is_dir()), None)
+            if base is not None:
+                found += _quotas(base, where, _v1)
+    return min(found) if found else None
+
+
+def _quotas(base: Path, where: str, read: Callable[[Path], float | None]) -> list[float]:
+    """The limits set on the cgroup at `where` under `base` and on each one above it."""
+    parts = [p for p in where.strip("/").split("/") if p]
+    out = []
+    for depth in range(len(parts), -1, -1):
+        limit = read(base.joinpath(*parts[:depth]))
+        if limit is not None:
+            out.append(limit)
+    return out
+
+
+def _v2(cpu_max: Path) -> float | None:
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def _v1(folder: Path) -> float | None:
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return quota / period if quota > 0 and period > 0 else None
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*(?:/\s*(\d*)\s*(s|sec|second|seconds|m|min|minute|minutes|"
@@ -81,6 +139,9 @@ class Settings(BaseSettings):
 
     # Database, vaults, history (default: the platform's data folder; storage/places.py).
     data_dir: Path = Field(default_factory=default_data_dir, alias="BRAIN_DATA_DIR")
+    # Where notes live: "files" (the vault folder is the truth; one machine) or "database"
+    # (PostgreSQL holds every vault; each machine keeps a mirror: storage/vault/mirror.py).
+    store: str = Field(default="files", alias="BRAIN_STORE")
     vault_dir: Path | None = Field(default=None, alias="BRAIN_VAULT_DIR")
     database_url: str | None = Field(default=None, alias="DATABASE_URL")
     owner: str | None = Field(default=None, alias="BRAIN_OWNER")
@@ -149,6 +210,13 @@ class Settings(BaseSettings):
         if not name or any(c.isspace() for c in name):
             raise ValueError("BRAIN_CAPTURE_REACTION must be an emoji name, e.g. brain")
         return name
+
+    @field_validator("store")
+    @classmethod
+    def _store(cls, value: str) -> str:
+        if value not in ("files", "database"):
+            raise ValueError(f"BRAIN_STORE must be files or database, not {value[:40]!r}")
+        return value
 
     @field_validator("user_rate")
     @classmethod

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from storage.meaning.shared_model import Meaning
-from storage.types import FILED_CATEGORIES
+from storage.types import FILED_CATEGORIES, shared_vault
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -52,6 +52,7 @@ class Stores:
                  meaning: Meaning | None = None) -> None:
         self.db = db
         self.history_root = settings.data_dir / "history"
+        self.database = settings.store == "database"  # vaults mirrored from PostgreSQL
         self.meaning = meaning if meaning is not None else Meaning.lazy(settings.embedding_model)
         self.indexer: Indexer | None = None
         self._stores: list[Store] = []
@@ -65,14 +66,19 @@ class Stores:
         if isinstance(provider, OfflineProvider) and provider.similar is None:
             provider.similar = current_similar
 
-    def store(self, root: Path) -> Store:
+    def store(self, root: Path, person: str | None = None) -> Store:
+        """The Store of the vault at `root`; in the database store (with the `person` it
+        belongs to), a mirror of that person's vault in PostgreSQL."""
         from storage.history import History, history_path
         from storage.vault.files import Vault
+        from storage.vault.mirror import Mirror
         from storage.vault.store import Store
 
-        vault = Vault(root)
-        store = Store(vault, self.db, meaning=self.meaning,
-                      history=History(history_path(self.history_root, vault.root), vault))
+        shared = self.database and person is not None
+        vault = Vault(root, key=shared_vault(person) if shared and person else None)
+        history = History(history_path(self.history_root, vault.root), vault)
+        store = Store(vault, self.db, meaning=self.meaning, history=history,
+                      mirror=Mirror(self.db, vault, history) if shared else None)
         self._stores.append(store)
         if self.indexer is not None:
             self._keep(store)
@@ -90,6 +96,11 @@ class Stores:
                     not history.pending.path.is_file():
                 found.append(history.trouble or "changes not recorded yet")
         return found
+
+    @property
+    def open(self) -> int:
+        """How many Stores this process holds (the Core keeps at most OPEN_STORES)."""
+        return len(self._stores)
 
     def forget(self, store: Store) -> None:
         if store in self._stores:

@@ -284,3 +284,9 @@ class Created(NamedTuple):
     entry: Entry
     made: bool
     receipt_kept: bool = True
+
+
+def shared_vault(person: str) -> str:
+    """A person's vault as the database store names it, on every machine (storage/vault/
+    mirror.py): the index, the vectors, the lock and the vault's rows go by it."""
+    return f"db:{person}"

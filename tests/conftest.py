@@ -46,6 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if chosen:
         databases.set_backend(chosen)
     config.addinivalue_line("markers", "sqlite_only: SQLite behaviour (files, pragmas)")
+    config.addinivalue_line("markers", "postgres_only: the database store (BRAIN_STORE=database: "
+                                       "PostgreSQL only), run in the suite's PostgreSQL pass")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -54,6 +56,10 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not databases.on_postgres():
+        later = pytest.mark.skip(reason="PostgreSQL only: run with BRAIN_TEST_DB=postgres")
+        for item in items:
+            if item.get_closest_marker("postgres_only"):
+                item.add_marker(later)
         return
     skip = pytest.mark.skip(reason="SQLite only")
     for item in items:

@@ -144,7 +144,24 @@ def check_vault(settings: Settings, args: argparse.Namespace) -> None:
     folder = settings.vault_for(user)
     if user == settings.default_user or create or folder.is_dir() or folder.is_symlink():
         return  # (a symlinked folder is refused when the store opens, with its own message)
-    raise CommandError(f"no vault for user {user!r} (looked for {folder}); check the id"
+    if settings.store == "database":
+        return  # held in the database, maybe mirrored elsewhere only: asked once it is open
+    raise no_vault(settings, user, folder)
+
+
+async def _held(brain: Brain, settings: Settings, args: argparse.Namespace, user: str) -> None:
+    """The database store: a user with no mirror on this machine is known when the database
+    holds their vault (or anything of theirs)."""
+    folder = settings.vault_for(user)
+    if settings.store != "database" or getattr(args, "vault", None) is not None \
+            or user == settings.default_user or getattr(args, "create", False) \
+            or folder.is_dir() or await brain.accounts.holds(user):
+        return
+    raise no_vault(settings, user, folder)
+
+
+def no_vault(settings: Settings, user: str, folder: Path) -> CommandError:
+    return CommandError(f"no vault for user {user!r} (looked for {folder}); check the id"
                        f"{known_users(settings)}, or add --create to start an empty vault for "
                        "them", EXIT_ERROR, "not_found")
 
@@ -210,6 +227,7 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
                                   with_llm=False, meaning=model)
         try:
             user = user_id(settings, args)
+            await _held(brain, settings, args, user)
             with brain.acting_as(user, "cli"):  # the history says who changed what, and from where
                 yield Opened(settings, brain, user, brain.store_for(user))
         finally:

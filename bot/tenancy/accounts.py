@@ -93,8 +93,11 @@ class Accounts:
             conversations = await user_data.conversations_of(s, user_id)
             receipts = await user_data.receipts_of(s, user_id)
             digests = await user_data.subscriptions_of(s, user_id)
+        store = self.core.store_for(user_id) if root else None
+        if store is not None and store.mirror is not None:
+            await store.refresh()  # the database store: the mirror as the database holds it
         files = _vault_files(root) if root else []
-        history = self.core.store_for(user_id).history if root else None
+        history = store.history if store is not None else None
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -138,6 +141,8 @@ class Accounts:
         if self.core.vault_override is None:
             self.core.check_vault_folder(user_id)  # again, right before anything is deleted
         files = _vault_files(root)
+        if store.mirror is not None:  # the database store: every machine's copy goes
+            await store.mirror.erase()
         history, store.history = store.history, None  # the files' going is not a change
         if history is not None:
             history.erase()
@@ -146,7 +151,7 @@ class Accounts:
                 shutil.rmtree(child)
             else:
                 child.unlink()
-        await store.refresh()  # the index forgets the files that went
+        await store.rescan()  # the index forgets the files that went
         return files, await store.drop_vectors()
 
     async def prune(self, now: datetime | None = None) -> dict[str, int]:

@@ -9,16 +9,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from storage.errors import InvalidValue
 from storage.history import Change, History
 from storage.history.context import wrote
 from storage.history.undo import undo
 
+if TYPE_CHECKING:
+    from storage.vault.mirror import Mirror
+
 
 class _Store(Protocol):
     history: History | None
+    mirror: Mirror | None
 
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]: ...
     async def _fresh(self) -> None: ...
@@ -45,6 +49,9 @@ class Recorded:
                       moved: Iterable[tuple[str, str]] = (),
                       new_folders: Iterable[str] = ()) -> None:
         wrote()  # counted against the turn's or session's cap, whatever the history does
+        rels = list(rels)
+        if self.mirror is not None:
+            self.mirror.wrote(rels)
         if self.history is not None:
             self.history.record(action, summary, list(rels), moved=tuple(moved),
                                 new_folders=tuple(new_folders))
@@ -69,5 +76,7 @@ class Recorded:
         await self._fresh()
         async with self._changing():
             done = await asyncio.to_thread(undo, history, change)
+            if self.mirror is not None:
+                self.mirror.wrote(done.paths)
         await self._touched(list(done.paths))
         return done

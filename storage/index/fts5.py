@@ -52,7 +52,7 @@ def match_expression(key: str, core: str, category: str | None, status: str | No
 
 
 EXACT = "index_fts"  # words as written (unicode61)
-STEMS = "index_stems"  # the same columns, words reduced to their stems (porter, migration 0015)
+STEMS = "index_stems"  # the same columns, words reduced to their stems (porter, migration 0017)
 
 
 async def _count(session: AsyncSession, expression: str, table: str = EXACT) -> int:

@@ -66,7 +66,7 @@ _INSERT_FTS = text(
     "INSERT INTO index_fts (rowid, name, one_liner, context, next_action, body, meta) "
     "VALUES (:nid, :name, :one_liner, :context, :next_action, :body, :meta)"
 )
-# The stems table has no content of its own (migration 0015): a row is deleted by giving
+# The stems table has no content of its own (migration 0017): a row is deleted by giving
 # FTS5 the values it was indexed with, which `index_fts` holds.
 _INSERT_STEMS = text(
     "INSERT INTO index_stems (rowid, name, one_liner, context, next_action, body, meta) "

@@ -82,7 +82,7 @@ def _words(session: AsyncSession) -> WordSearch:
 class SearchIndex:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
-        self.key = clean_text(str(vault.root))
+        self.key = clean_text(vault.key)
 
     # --- refreshing ---------------------------------------------------------------------------
 

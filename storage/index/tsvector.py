@@ -39,7 +39,7 @@ RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
 RANK_ALL_LIMIT = 400
 ALL = "search"  # every field, weighted
 FIELDS = "fields"  # name, one-liner, context, next action (no body)
-STEMS = "stems"  # every field, weighted, words reduced to their stems (migration 0015)
+STEMS = "stems"  # every field, weighted, words reduced to their stems (migration 0017)
 STEMS_CONFIG = "brain_stems"  # `english` after `unaccent`
 
 

@@ -2,7 +2,7 @@
 them, loading them as a matrix, mapping embed keys back to passages and notes, pruning.
 
 Vectors belong to an `embed_key` (a hash of the text they were made from: a passage's, see
-`index_passages`, migration 0015), not to a row: a note that is moved, retitled back, or whose
+`index_passages`, migration 0017), not to a row: a note that is moved, retitled back, or whose
 status changes finds its vectors again by key, an edit re-embeds only the passages it changed,
 and two passages with the same text share them. Rows of every model live side by side; callers
 name the model (its id + `embed_text.RECIPE`).

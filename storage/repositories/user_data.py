@@ -26,6 +26,7 @@ from storage.models import (
     Turn,
 )
 from storage.repositories.common import aware, not_empty, rowcount
+from storage.types import shared_vault
 
 
 def _when(value: datetime | None) -> str | None:
@@ -94,7 +95,11 @@ async def holds_any(s: AsyncSession, user_id: str) -> bool:
         found = await s.execute(select(model.user_id).where(model.user_id == user_id).limit(1))
         if found.first() is not None:
             return True
-    return False
+    # the database store: a vault whose mirror is on other machines only (its head: '' once
+    # forgotten)
+    held = await s.execute(text("SELECT 1 FROM vault_heads WHERE vault = :v AND head <> ''"),
+                           {"v": shared_vault(user_id)})
+    return held.first() is not None
 
 
 async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:

@@ -61,10 +61,15 @@ def now_iso() -> str:
 
 
 class Vault:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, key: str | None = None) -> None:
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         self.root = root.resolve()
+        # The vault's name in the shared database (index rows, vectors, the write lock): its
+        # path, or, in the database store, a name every machine gives it (`db:<person>`)
+        # whatever folder holds its mirror there.
+        self.logical = key is not None
+        self.key = key if key is not None else str(self.root)
         # Temp files of ours seen by scan(): a crashed writer's, or one being written now.
         self.leftovers: list[Path] = []
 

@@ -194,8 +194,8 @@ async def _machine_lock(root: Path, timeout: float) -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def _database_lock(db: Database, root: Path, timeout: float) -> AsyncIterator[None]:
-    key = lock_key(f"vault:{Path(root).resolve()}")
+async def _database_lock(db: Database, name: str, timeout: float) -> AsyncIterator[None]:
+    key = lock_key(name)
     async with db.lock_engine().connect() as conn:
         # Both settings end with the transaction; they bound the wait and an orphaned lock.
         await conn.execute(select(func.set_config("lock_timeout",
@@ -216,9 +216,12 @@ async def _database_lock(db: Database, root: Path, timeout: float) -> AsyncItera
 
 @contextlib.asynccontextmanager
 async def vault_lock(root: Path, timeout: float = WAIT_SECONDS,
-                     db: Database | None = None) -> AsyncIterator[None]:
+                     db: Database | None = None, name: str | None = None,
+                     ) -> AsyncIterator[None]:
     """Hold the vault's write lock: this machine's, and with `db` on PostgreSQL every
-    machine's. LockTimeout when it stays busy for `timeout` seconds."""
+    machine's (named by the vault's path, or by `name`: the database store's vaults, whose
+    mirrors lie in other folders on each machine). LockTimeout when it stays busy for
+    `timeout` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     async with _machine_lock(root, timeout):
@@ -226,7 +229,7 @@ async def vault_lock(root: Path, timeout: float = WAIT_SECONDS,
             yield
             return
         left = max(deadline - loop.time(), 0.001)
-        async with _database_lock(db, root, left):
+        async with _database_lock(db, name or f"vault:{Path(root).resolve()}", left):
             yield
 
 
@@ -258,14 +261,27 @@ _QUEUES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, asyncio
 
 
 @contextlib.asynccontextmanager
-async def write_lock(root: Path, db: Database | None = None) -> AsyncIterator[None]:
+async def machine_lock(root: Path, timeout: float = WAIT_SECONDS) -> AsyncIterator[None]:
+    """This machine's part of the vault's write lock alone (a mirror brought up to date
+    from the database: storage/vault/mirror.py); within a task that holds the write lock,
+    nothing more is taken."""
+    if _HOLDING.get() == root:
+        yield
+        return
+    async with _machine_lock(root, timeout):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def write_lock(root: Path, db: Database | None = None,
+                     name: str | None = None) -> AsyncIterator[None]:
     """`vault_lock` for a Store's writes: re-entrant within a task, and a process's own
     writers queue in turn first, so only one of them waits for the lock itself."""
     if _HOLDING.get() == root:
         yield
         return
     queue = _QUEUES.setdefault(asyncio.get_running_loop(), {}).setdefault(root, asyncio.Lock())
-    async with queue, vault_lock(root, db=db):
+    async with queue, vault_lock(root, db=db, name=name):
         token = _HOLDING.set(root)
         try:
             yield

@@ -16,12 +16,9 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import time
 from collections.abc import Callable, Collection
 from datetime import date
 from typing import Any
-
-from sqlalchemy.exc import IntegrityError, OperationalError
 
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
@@ -29,7 +26,6 @@ from storage.history import History
 from storage.history.recorded import Recorded
 from storage.index import SearchIndex
 from storage.index.meaning_probe import MEANING_FLOOR, MeaningQuery
-from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.meaning.shared_model import Meaning
 from storage.text import clean_text
 from storage.types import (
@@ -41,25 +37,22 @@ from storage.types import (
     EntrySummary,
     MoveResult,
     ReceiptDraft,
-    RefreshStats,
     VaultSummary,
 )
 from storage.vault import ids, relink
 from storage.vault.files import ATTACHMENTS, Vault
-from storage.vault.locks import index_lock, write_lock
+from storage.vault.locks import write_lock
+from storage.vault.mirror import Mirror
 from storage.vault.paths import slugify
+from storage.vault.upkeep import Upkeep
 
-# A rescan that took long is not repeated within this many seconds (per process and vault);
-# a cheap one (small vault) always runs, so an outside edit is seen by the very next query.
-MAX_SKIP_SECONDS = 1.0
-CHEAP_SCAN_SECONDS = 0.05
 MAX_CANDIDATES = 10
 
 def _looks_like_path(ref: str) -> bool:
     return "/" in ref or "\\" in ref or ref.startswith(".") or ref.lower().endswith(".md")
 
 
-class Store(Recorded):
+class Store(Recorded, Upkeep):
     """One user's vault over the shared database.
 
     fresh_within: reads trust an index fully rescanned (by anyone in this process) within
@@ -71,101 +64,16 @@ class Store(Recorded):
 
     def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
                  fresh_within: float | None = None, on_write: Callable[[], None] | None = None,
-                 history: History | None = None) -> None:
+                 history: History | None = None, mirror: Mirror | None = None) -> None:
         self.vault = vault
         self.history = history
+        self.mirror = mirror  # the database store: the vault is a mirror of PostgreSQL's
         self.db = db
         self.index = SearchIndex(vault)
         self.meaning = meaning if meaning is not None else Meaning.off()
         self.fresh_within = fresh_within
         self.on_write = on_write
         self.meaning_floor = MEANING_FLOOR  # cosine a note found by meaning alone must reach
-
-    # --- index upkeep ---------------------------------------------------------------------------
-
-    async def _locked_refresh(self) -> RefreshStats:
-        for attempt in (1, 2, 3):
-            try:
-                async with self.db.session() as session:
-                    await index_lock(session, self.index.key)  # other replicas' index writes
-                    stats = await self.index.refresh(session)
-                    await session.commit()
-                if needs_tidy(stats):
-                    await tidy(self.db.engine)
-                scanned(self.db, self.index.key, stats.seconds)
-                if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
-                    self.vault.clean_seen_temp()
-                return stats
-            except (OperationalError, IntegrityError):
-                # Another process indexed the same files between our read and our write
-                # (SQLite refuses a stale snapshot; a unique path collides); the next pass
-                # sees its rows.
-                if attempt == 3:
-                    raise
-        raise AssertionError("unreachable")
-
-    async def refresh(self) -> RefreshStats:
-        """A full rescan now (`brain reindex`)."""
-        async with index_turn(self.index.key):
-            stats = await self._locked_refresh()
-        await self._outside(stats)
-        return stats
-
-    async def _outside(self, stats: RefreshStats) -> None:
-        """Files a rescan found changed that the app did not write: an "outside edit" in the
-        history (after the index lock is let go: a writer holds the vault lock, then wants it)."""
-        if self.history is not None and (stats.changed or self.history.pending.behind):
-            history = self.history
-            async with self._changing():
-                await history.ready()  # with the changes it could not record before
-                if stats.changed:
-                    await asyncio.to_thread(history.outside, stats.changed)
-
-    async def drop_vectors(self) -> int:
-        """Forget every vector of this vault, any model's (`brain forget`: kept by text hash)."""
-        from storage.meaning import cache, vector_rows
-
-        async with index_turn(self.index.key), self.db.session() as session:
-            removed = await vector_rows.drop_vault(session, self.index.key)
-            await session.commit()
-            cache.forget(cache.database_url(session), self.index.key)
-        return removed
-
-    def _trusted(self) -> bool:
-        last = last_scan(self.db, self.index.key)
-        if last is None:
-            return False
-        at, cost = last
-        if self.fresh_within is not None:
-            window = self.fresh_within
-        else:
-            window = 0.0 if cost < CHEAP_SCAN_SECONDS else min(MAX_SKIP_SECONDS, 2 * cost)
-        return time.monotonic() - at < window
-
-    async def _fresh(self) -> None:
-        """Rescan before a read, unless the index is known fresh (see `fresh_within`)."""
-        if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
-            return
-        async with index_turn(self.index.key):
-            stats = None if self._trusted() else await self._locked_refresh()
-        if stats is not None:
-            await self._outside(stats)
-
-    async def _touched(self, rels: list[str]) -> None:
-        """Re-index the files our own write changed (a collision with another process's
-        indexing is retried; the last pass sees both)."""
-        for attempt in (1, 2, 3):
-            try:
-                async with index_turn(self.index.key), self.db.session() as session:
-                    await index_lock(session, self.index.key)
-                    await self.index.refresh_paths(session, rels)
-                    await session.commit()
-                break
-            except (OperationalError, IntegrityError):
-                if attempt == 3:
-                    raise
-        if self.on_write is not None:
-            self.on_write()
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -283,8 +191,11 @@ class Store(Recorded):
     # --- writing ----------------------------------------------------------------------------
 
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """The vault's write lock (storage/vault/locks.py `write_lock`)."""
-        return write_lock(self.vault.root, self.db)
+        """The vault's write lock (storage/vault/locks.py `write_lock`); in the database store
+        every machine's, with the mirror pulled first and the write pushed after."""
+        name = f"vault:{self.vault.key}" if self.vault.logical else None
+        lock = write_lock(self.vault.root, self.db, name=name)
+        return lock if self.mirror is None else self.mirror.writing(lock, self._touched)
 
     async def link_to(self, rel: str) -> str:
         """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""
@@ -323,6 +234,8 @@ class Store(Recorded):
                 await self._record("create", f"{entry.name} in {category}", [entry.path],
                                    new_folders=folders)
                 await self._touched([entry.path])
+            elif self.mirror is not None:  # made by a run that died before sending it
+                self.mirror.wrote([entry.path])
         kept = claim.ok if claim is not None else True
         if receipts is not None and receipt is not None and claim is None and entry.id:
             kept = await receipts.record(receipt, entry.id, entry.path)

@@ -15,9 +15,10 @@ import pytest
 
 from storage.db import Database
 from storage.index.indexer import Indexer, embed_pending
+from storage.index.refresh import last_scan
 from storage.meaning.shared_model import Meaning
 from storage.vault.files import Vault
-from storage.vault.store import Store, last_scan
+from storage.vault.store import Store
 from tests import databases
 from tests.databases import fresh_url, on_postgres
 from tests.tools.conftest import write_note

@@ -1,7 +1,7 @@
 """Search by passages, word stems beside exact words, and each note's date (issue 33).
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-11-28
 
 - `index_passages`: a note's passages (storage/index/passages.py): its number in the note, its
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0015"
-down_revision = "0014"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 

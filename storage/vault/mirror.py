@@ -1,0 +1,320 @@
+"""The database store's mirror of one vault (issue 34, `BRAIN_STORE=database`).
+
+PostgreSQL holds each vault's files (`vault_files`) and its history's git objects and head
+(`vault_objects`, `vault_heads`: migration 0016); each machine keeps a mirror of both in its
+own data directory, and the Store works on the mirror as it works on a vault of its own. Every
+row carries a number from one sequence, so a mirror asks only for what changed since the last
+number it saw.
+
+- **Pull** (before a read, and first thing under the write lock): the rows past the mirror's
+  number, read in one snapshot, written into the mirror (files with the writer's mtime, so
+  every machine indexes them alike; the objects, then the head). Under this machine's part of
+  the vault lock, so two processes of one machine do not write the mirror at once.
+- **Push** (at the end of a write, still under the write lock, which on PostgreSQL every
+  machine's writers share): the files the write touched and the history's new objects and
+  head, in one transaction. A push that dies half-way commits nothing; the mirror's unpushed
+  change is found by the next writer on this machine (its `unpushed` mark) and sent then.
+- **Import**: a vault used in the database store for the first time, whose mirror already
+  holds files or a history (a vault of the file store), is sent whole, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from dulwich.objects import ObjectID, ShaFile
+from sqlalchemy import text
+
+from storage.db import Database
+from storage.history import History
+from storage.history.history import LOG_NAME
+from storage.history.repo import BRANCH
+from storage.vault.atomic import TEMP_NAME, write_atomic
+from storage.vault.files import Vault
+from storage.vault.locks import machine_lock
+
+FORGOTTEN = ""  # the head of a vault whose person was forgotten
+STATE = "mirror.json"  # beside the vault's history: the last number pulled, unpushed paths
+
+
+@dataclass(frozen=True)
+class Pulled:
+    paths: list[str]  # files the pull changed in the mirror
+    head: str | None  # the history's head it brought, if it moved
+
+
+class Mirror:
+    def __init__(self, db: Database, vault: Vault, history: History) -> None:
+        self.db = db
+        self.vault = vault
+        self.history = history
+        self.key = vault.key
+        self.state_path = history.path / STATE
+        self._wrote: list[str] | None = None  # the paths the write now under way changed
+
+    @contextlib.asynccontextmanager
+    async def writing(self, lock: contextlib.AbstractAsyncContextManager[None],
+                      pulled: Callable[[list[str]], Awaitable[None]]) -> AsyncIterator[None]:
+        """A write under `lock` (the vault's write lock): the mirror pulled first (`pulled`
+        hears what changed), the write's paths pushed at the end, whatever became of it.
+        Within a write already under way, nothing more."""
+        async with lock:
+            if self._wrote is not None:
+                yield
+                return
+            self._wrote = []
+            try:
+                changed = (await self.pull()).paths
+                if changed:
+                    await pulled(changed)
+                yield
+            finally:
+                wrote, self._wrote = self._wrote, None
+                await self.push(wrote)
+
+    def wrote(self, rels: Iterable[str]) -> None:
+        """The write under way changed these files (sent by its push). Marked in the mirror's
+        state at once: should the process die before its push, the next write on this
+        machine sends them."""
+        if self._wrote is None:
+            return
+        self._wrote.extend(rels)
+        state = self._state()
+        state["unpushed"] = sorted({*state.get("unpushed", []), *rels})
+        self._save(state)
+
+    # --- the mirror's own state -------------------------------------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            found = json.loads(self.state_path.read_text(encoding="utf-8"))
+            return found if isinstance(found, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, state: dict[str, Any]) -> None:
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.state_path, json.dumps(state).encode())
+
+    # --- pull -------------------------------------------------------------------------------
+
+    async def behind(self) -> bool:
+        """Does the database hold rows of this vault the mirror has not seen? (Cheap: three
+        index lookups, no lock.)"""
+        async with self.db.session() as s:
+            top = await s.scalar(text(
+                "SELECT greatest((SELECT max(seq) FROM vault_files WHERE vault = :v), "
+                "(SELECT max(seq) FROM vault_objects WHERE vault = :v), "
+                "(SELECT max(seq) FROM vault_heads WHERE vault = :v))"), {"v": self.key})
+        state = self._state()
+        return not state.get("ready") or (
+            top is not None and int(top) > int(state.get("seq", 0)))
+
+    async def pull(self) -> Pulled:
+        """Bring the mirror up to date (see the module's text)."""
+        async with machine_lock(self.vault.root):
+            sent = await self._first_use()
+            state = self._state()
+            since = int(state.get("seq", 0))
+            files, objects, head = await self._read_since(since)
+            if not files and not objects and head is None:
+                return Pulled(sent, None)
+            changed = sent + await asyncio.to_thread(self._apply, files, objects, head)
+            seqs = [r[-1] for r in files] + [r[-1] for r in objects] + \
+                ([head[1]] if head is not None else [])
+            state["seq"] = max([since, *seqs])
+            self._save(state)
+        return Pulled(changed, head[0] if head is not None else None)
+
+    async def _read_since(self, since: int) -> tuple[list[Any], list[Any], Any]:
+        """Everything past `since`, in one snapshot (a push commits files, objects and head
+        together: the mirror never sees a head without its objects)."""
+        async with self.db.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="REPEATABLE READ")
+            async with conn.begin():
+                args = {"v": self.key, "s": since}
+                files = (await conn.execute(text(
+                    "SELECT path, content, mtime_ns, seq FROM vault_files "
+                    "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
+                objects = (await conn.execute(text(
+                    "SELECT sha, kind, data, seq FROM vault_objects "
+                    "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
+                head = (await conn.execute(text(
+                    "SELECT head, seq FROM vault_heads WHERE vault = :v AND seq > :s"),
+                    args)).first()
+        return list(files), list(objects), head
+
+    def _apply(self, files: list[Any], objects: list[Any], head: Any) -> list[str]:
+        if head is not None and head[0] == FORGOTTEN:
+            return self._wipe()
+        store = self.history.repo.repo.object_store
+        for sha, kind, data, _ in objects:
+            if ObjectID(sha.encode()) not in store:
+                store.add_object(ShaFile.from_raw_string(kind, bytes(data)))
+        changed = []
+        for rel, content, mtime_ns, _ in files:
+            path = self.vault.resolve(rel)
+            current = path.read_bytes() if path.is_file() else None
+            if content is None:
+                if current is not None:
+                    path.unlink()
+                    changed.append(rel)
+                continue
+            if current != bytes(content):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, bytes(content))
+                changed.append(rel)
+            os.utime(path, ns=(int(mtime_ns), int(mtime_ns)))
+        if head is not None:
+            self.history.repo.repo.refs[BRANCH] = ObjectID(str(head[0]).encode())
+            # The list of changes is a cache of this machine's commits: built again from
+            # the commits, which now hold the other machines' changes too.
+            (self.history.path / LOG_NAME).unlink(missing_ok=True)
+        return changed
+
+    def _wipe(self) -> list[str]:
+        """The person was forgotten (on some machine): this mirror goes too, history and all."""
+        gone = self._all_files()
+        for rel in gone:
+            self.vault.resolve(rel).unlink(missing_ok=True)
+        for folder in sorted(self.vault.root.rglob("*"), reverse=True):
+            if folder.is_dir() and not folder.is_symlink():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        self.history.erase()
+        return gone
+
+    async def erase(self) -> None:
+        """Forget the vault in the database (`brain forget`): its files and objects deleted,
+        its head marked forgotten, so every machine's mirror erases itself at its next pull.
+        No note's name or text stays."""
+        async with self.db.session() as s:
+            await s.execute(text("DELETE FROM vault_files WHERE vault = :v"), {"v": self.key})
+            await s.execute(text("DELETE FROM vault_objects WHERE vault = :v"), {"v": self.key})
+            await s.execute(text(
+                "INSERT INTO vault_heads (vault, head, updated_at) VALUES (:v, :h, now()) "
+                "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, updated_at = now(), "
+                "seq = nextval('vault_seq')"), {"v": self.key, "h": FORGOTTEN})
+            await s.commit()
+        self.state_path.unlink(missing_ok=True)
+
+    # --- push -------------------------------------------------------------------------------
+
+    async def push(self, rels: Iterable[str]) -> None:
+        """Send what a write changed (called under the vault's write lock): the files at
+        `rels` as they are now, and the history's objects and head past what the database
+        holds. One transaction."""
+        state = self._state()
+        rels = sorted({*rels, *state.get("unpushed", [])})
+        state["unpushed"] = rels  # until the database has them: sent by the next writer
+        self._save(state)
+        files = await asyncio.to_thread(self._files, rels)
+        objects, head = await asyncio.to_thread(self._objects, state.get("head"))
+        seqs = await self._write(files, objects, head)
+        state.update(unpushed=[], head=head or state.get("head"),
+                     seq=max([int(state.get("seq", 0)), *seqs]))
+        self._save(state)
+
+    def _files(self, rels: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for rel in rels:
+            path = self.vault.resolve(rel)
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                out.append({"path": rel, "content": data, "mtime_ns": path.stat().st_mtime_ns,
+                            "sha": hashlib.sha256(data).hexdigest()})
+            else:
+                out.append({"path": rel, "content": None, "mtime_ns": 0, "sha": None})
+        return out
+
+    def _objects(self, known: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        """The history's objects the database lacks (past its head `known`), and the head."""
+        repo = self.history.repo
+        head = repo.head()
+        if head is None or (known is not None and head.decode() == known):
+            return [], None
+        store = repo.repo.object_store
+        haves = [ObjectID(known.encode())] if known else []
+        out = []
+        for sha, _ in store.find_missing_objects(haves, [head]):
+            obj = store[sha]
+            out.append({"sha": sha.decode(), "kind": obj.type_num, "data": obj.as_raw_string()})
+        return out, head.decode()
+
+    async def _write(self, files: list[dict[str, Any]], objects: list[dict[str, Any]],
+                     head: str | None) -> list[int]:
+        seqs: list[int] = []
+        async with self.db.session() as s:
+            for row in files:
+                seqs += (await s.execute(text(
+                    "INSERT INTO vault_files (vault, path, content, sha, mtime_ns) "
+                    "VALUES (:v, :path, :content, :sha, :mtime_ns) "
+                    "ON CONFLICT (vault, path) DO UPDATE SET content = excluded.content, "
+                    "sha = excluded.sha, mtime_ns = excluded.mtime_ns, seq = nextval('vault_seq') "
+                    "WHERE vault_files.sha IS DISTINCT FROM excluded.sha RETURNING seq"),
+                    {"v": self.key, **row})).scalars().all()
+            for obj in objects:
+                seqs += (await s.execute(text(
+                    "INSERT INTO vault_objects (vault, sha, kind, data) "
+                    "VALUES (:v, :sha, :kind, :data) ON CONFLICT DO NOTHING RETURNING seq"),
+                    {"v": self.key, **obj})).scalars().all()
+            if head is not None:
+                seqs += (await s.execute(text(
+                    "INSERT INTO vault_heads (vault, head, updated_at) VALUES (:v, :h, now()) "
+                    "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, "
+                    "updated_at = now(), seq = nextval('vault_seq') RETURNING seq"),
+                    {"v": self.key, "h": head})).scalars().all()
+            await s.commit()
+        return [int(n) for n in seqs]
+
+    # --- import -----------------------------------------------------------------------------
+
+    async def _first_use(self) -> list[str]:
+        """A vault this machine mirrors for the first time: sent whole when the database does
+        not hold it yet and the mirror's folder already does (a file store's vault). Returns
+        the files sent (to be indexed under the vault's shared name)."""
+        if self._state().get("ready"):
+            return []
+        sent: list[str] = []
+        if not await self.held() and await asyncio.to_thread(self._has_content):
+            sent = await self.send_all()
+        state = self._state()
+        state["ready"] = True
+        self._save(state)
+        return sent
+
+    def _has_content(self) -> bool:
+        return self.history.repo.head() is not None or any(
+            p.is_file() for p in self.vault.root.rglob("*"))
+
+    async def held(self) -> bool:
+        """Does the database hold this vault yet (a head, or any file)?"""
+        async with self.db.session() as s:
+            found = await s.scalar(text(
+                "SELECT 1 WHERE EXISTS (SELECT 1 FROM vault_heads WHERE vault = :v) "
+                "OR EXISTS (SELECT 1 FROM vault_files WHERE vault = :v)"), {"v": self.key})
+        return found is not None
+
+    async def send_all(self) -> list[str]:
+        """The whole mirror sent (a file store's vault brought in): every file, every object
+        of its history, its head; idempotent. Returns the files."""
+        rels = await asyncio.to_thread(self._all_files)
+        state = self._state()
+        state.pop("head", None)  # the database knows no head of this vault yet
+        self._save(state)
+        await self.push(rels)
+        return rels
+
+    def _all_files(self) -> list[str]:
+        out = []
+        for path in sorted(self.vault.root.rglob("*")):
+            if path.is_file() and not path.is_symlink() and not TEMP_NAME.match(path.name):
+                out.append(path.relative_to(self.vault.root).as_posix())
+        return out

@@ -1,0 +1,150 @@
+"""A Store's index kept in step with its vault (mixed into the Store, storage/vault/store.py):
+a rescan before a read unless one ran lately (`fresh_within`), the files a write touched
+re-indexed at once, outside edits recorded in the history; in the database store, the mirror
+pulled instead of rescanned (storage/vault/mirror.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
+from storage.types import RefreshStats
+from storage.vault.locks import index_lock
+
+if TYPE_CHECKING:
+    import contextlib
+    from collections.abc import Callable
+
+    from storage.db import Database
+    from storage.history import History
+    from storage.index import SearchIndex
+    from storage.vault.files import Vault
+    from storage.vault.mirror import Mirror
+
+# A rescan that took long is not repeated within this many seconds (per process and vault);
+# a cheap one (small vault) always runs, so an outside edit is seen by the very next query.
+MAX_SKIP_SECONDS = 1.0
+CHEAP_SCAN_SECONDS = 0.05
+
+
+class Upkeep:
+    vault: Vault
+    db: Database
+    index: SearchIndex
+    history: History | None
+    mirror: Mirror | None
+    fresh_within: float | None
+    on_write: Callable[[], None] | None
+
+    def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        raise NotImplementedError
+
+    async def _locked_refresh(self) -> RefreshStats:
+        for attempt in (1, 2, 3):
+            try:
+                async with self.db.session() as session:
+                    await index_lock(session, self.index.key)  # other replicas' index writes
+                    stats = await self.index.refresh(session)
+                    await session.commit()
+                if needs_tidy(stats):
+                    await tidy(self.db.engine)
+                scanned(self.db, self.index.key, stats.seconds)
+                if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
+                    self.vault.clean_seen_temp()
+                return stats
+            except (OperationalError, IntegrityError):
+                # Another process indexed the same files between our read and our write
+                # (SQLite refuses a stale snapshot; a unique path collides); the next pass
+                # sees its rows.
+                if attempt == 3:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def refresh(self) -> RefreshStats:
+        """A full rescan now (`brain reindex`); in the database store, the mirror brought up
+        to date (nobody edits a mirror by hand: a rescan would take another machine's new
+        note, indexed before this mirror has it, for one deleted here)."""
+        if self.mirror is not None:
+            return RefreshStats(changed=tuple(await self._pull()))
+        return await self.rescan()
+
+    async def rescan(self) -> RefreshStats:
+        """Every file of the vault (or the mirror) read again into the index."""
+        async with index_turn(self.index.key):
+            stats = await self._locked_refresh()
+        await self._outside(stats)
+        return stats
+
+    async def _outside(self, stats: RefreshStats) -> None:
+        """Files a rescan found changed that the app did not write: an "outside edit" in the
+        history (after the index lock is let go: a writer holds the vault lock, then wants it)."""
+        if self.history is not None and (stats.changed or self.history.pending.behind):
+            history = self.history
+            async with self._changing():
+                await history.ready()  # with the changes it could not record before
+                if stats.changed:
+                    await asyncio.to_thread(history.outside, stats.changed)
+
+    async def drop_vectors(self) -> int:
+        """Forget every vector of this vault, any model's (`brain forget`: kept by text hash)."""
+        from storage.meaning import cache, vector_rows
+
+        async with index_turn(self.index.key), self.db.session() as session:
+            removed = await vector_rows.drop_vault(session, self.index.key)
+            await session.commit()
+            cache.forget(cache.database_url(session), self.index.key)
+        return removed
+
+    def _trusted(self) -> bool:
+        last = last_scan(self.db, self.index.key)
+        if last is None:
+            return False
+        at, cost = last
+        if self.fresh_within is not None:
+            window = self.fresh_within
+        else:
+            window = 0.0 if cost < CHEAP_SCAN_SECONDS else min(MAX_SKIP_SECONDS, 2 * cost)
+        return time.monotonic() - at < window
+
+    async def _pull(self) -> list[str]:
+        """The database store: what other machines wrote, into the mirror and the index."""
+        assert self.mirror is not None
+        if not await self.mirror.behind():
+            return []
+        changed = (await self.mirror.pull()).paths
+        if changed:
+            await self._touched(changed)
+        return changed
+
+    async def _fresh(self) -> None:
+        """Rescan before a read, unless the index is known fresh (see `fresh_within`); in the
+        database store, pull what other machines wrote."""
+        if self.mirror is not None:
+            await self._pull()
+            return
+        if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
+            return
+        async with index_turn(self.index.key):
+            stats = None if self._trusted() else await self._locked_refresh()
+        if stats is not None:
+            await self._outside(stats)
+
+    async def _touched(self, rels: list[str]) -> None:
+        """Re-index the files our own write changed (a collision with another process's
+        indexing is retried; the last pass sees both)."""
+        for attempt in (1, 2, 3):
+            try:
+                async with index_turn(self.index.key), self.db.session() as session:
+                    await index_lock(session, self.index.key)
+                    await self.index.refresh_paths(session, rels)
+                    await session.commit()
+                break
+            except (OperationalError, IntegrityError):
+                if attempt == 3:
+                    raise
+        if self.on_write is not None:
+            self.on_write()

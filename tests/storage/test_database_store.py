@@ -1,0 +1,125 @@
+"""The database store (issue 34): PostgreSQL holds each vault; two machines, each with its own
+folder for the mirror and its own history repository, sharing nothing but the database, see
+each other's notes, changes and history, and undo each other's changes. A vault of the file
+store is brought in whole the first time it is used, once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from storage.db import Database
+from storage.history import History, changing, history_path
+from storage.vault.files import Vault
+from storage.vault.mirror import Mirror
+from storage.vault.store import Store
+from tests.databases import fresh_url
+
+pytestmark = pytest.mark.postgres_only
+
+PERSON = "db:U1"
+
+
+class Machine:
+    """One machine's view of a person's vault: a data directory of its own, one database."""
+
+    def __init__(self, base: Path, db: Database, key: str = PERSON) -> None:
+        vault = Vault(base / "vaults" / "U1", key=key)
+        self.history = History(history_path(base / "history", vault.root), vault)
+        self.store = Store(vault, db, history=self.history,
+                           mirror=Mirror(db, vault, self.history))
+
+    def files(self) -> dict[str, bytes]:
+        root = self.store.vault.root
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+async def db(tmp_path: Path):  # type: ignore[no-untyped-def]
+    database = await Database.open(fresh_url(tmp_path))
+    yield database
+    await database.close()
+
+
+async def test_two_machines_see_change_and_undo_each_others_notes(tmp_path: Path,
+                                                                   db: Database) -> None:
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    with changing("U1", "slack a"):
+        kites = await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
+        await a.store.create("admin", "Renew passport", {"status": "todo"}, "Before June\n")
+    # machine b has never seen the vault: it lists, searches and reads what a wrote
+    assert {e.name for e in (await b.store.list()).entries} == {"Kites", "Renew passport"}
+    assert [e.name for e in (await b.store.search("passport")).entries] == ["Renew passport"]
+    assert (await b.store.get(kites.id or "")).body == "Kites over the bay\n"
+    # b changes a's note; a sees it, and both histories list the same changes
+    with changing("U1", "cli b"):
+        await b.store.update(kites.path, {}, append_body="And a red one.")
+        moved = await b.store.move(kites.path, "projects")
+    assert "And a red one." in (await a.store.get(moved.new_path)).body
+    ids_a = [c.id for c in await a.store.changes(None)]
+    ids_b = [c.id for c in await b.store.changes(None)]
+    assert ids_a == ids_b and len(ids_a) >= 4
+    # a undoes b's move: both machines' mirrors end byte for byte alike
+    with changing("U1", "cli a"):
+        undone = await a.store.undo(ids_a[0])
+    assert moved.new_path in undone.paths
+    await b.store.list()  # a read brings b up to date
+    assert a.files() == b.files()
+    assert "ideas/kites.md" in b.files() and "projects/kites.md" not in b.files()
+
+
+async def test_a_file_store_vault_is_brought_in_once_with_its_history(tmp_path: Path,
+                                                                       db: Database) -> None:
+    # a vault of the file store, with notes written by the app and one by hand
+    root = tmp_path / "a" / "vaults" / "U1"
+    plain = Vault(root)
+    old = History(history_path(tmp_path / "a" / "history", plain.root), plain)
+    before = Store(plain, db, history=old)
+    with changing("U1", "cli"):
+        await before.create("people", "Sara", {}, "Sara from the book club\n")
+    (root / "notes").mkdir()
+    (root / "notes" / "by-hand.md").write_text("# By hand\nWritten in Obsidian\n")
+    history_then = [c.id for c in await before.changes(None)]
+    old.close()
+    # the same folder now mirrors the database: its first use sends it whole, once
+    a = Machine(tmp_path / "a", db)
+    assert {e.name for e in (await a.store.list()).entries} >= {"Sara"}
+    b = Machine(tmp_path / "b", db)
+    assert {e.name for e in (await b.store.list()).entries} >= {"Sara", "by-hand"}
+    assert b.files() == a.files()
+    assert [c.id for c in await b.store.changes(None)][-len(history_then):] == history_then
+    a_again = Machine(tmp_path / "a", db)  # a restart: nothing is sent twice
+    await a_again.store.list()
+    assert a_again.files() == b.files()
+
+
+async def test_vaults_of_two_people_never_mix(tmp_path: Path, db: Database) -> None:
+    a = Machine(tmp_path / "a", db)
+    other = Machine(tmp_path / "b", db, key="db:U2")
+    with changing("U1", "cli"):
+        await a.store.create("ideas", "Kites", {}, "Mine\n")
+    assert (await other.store.list()).entries == []
+    assert other.files() == {}
+
+
+async def test_a_forgotten_vault_leaves_every_machine_and_the_database(
+        tmp_path: Path, db: Database) -> None:
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    with changing("U1", "cli"):
+        await a.store.create("people", "Sara Lindqvist", {}, "Her new address\n")
+    assert [e.name for e in (await b.store.list()).entries] == ["Sara Lindqvist"]
+    assert a.store.mirror is not None
+    await a.store.mirror.erase()  # what `brain forget` does first in the database store
+    await b.store.list()  # b's next read: its mirror goes, history and all
+    assert b.files() == {}
+    assert not (b.history.path / "repo.git").exists()
+    async with db.session() as s:
+        left = (await s.execute(text(
+            "SELECT (SELECT count(*) FROM vault_files WHERE vault = :v), "
+            "(SELECT count(*) FROM vault_objects WHERE vault = :v), "
+            "(SELECT string_agg(head, ',') FROM vault_heads WHERE vault = :v)"),
+            {"v": PERSON})).one()
+    assert tuple(left) == (0, 0, "")  # no name, no text, no object of theirs
