@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from bot.llm.types import Provider
     from bot.people import People
     from bot.reminders import Reminders
+    from bot.remotes import Remotes
     from bot.saving import Saver
     from bot.tool_calls import ToolCalls
     from bot.turn_runner import TurnRunner
@@ -194,6 +195,13 @@ class Brain:
         from bot.accounts import Accounts
 
         return Accounts(self.core, self.people)
+
+    @cached_property
+    def remotes(self) -> Remotes:
+        """Each person's vault as a git remote: tokens, address, requests (bot/remotes.py)."""
+        from bot.remotes import Remotes
+
+        return Remotes(self.core)
 
     @cached_property
     def people(self) -> People:

@@ -27,7 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dulwich.objects import ObjectID
+
 from storage.errors import InvalidValue, NotFound
+from storage.files import write_atomic
 from storage.history.context import collected, current_origin
 from storage.history.pending import Late, Pending, why
 from storage.history.repo import HistoryRepo, blob_id
@@ -196,8 +199,12 @@ class History:
             return 0
         late = self.pending.entries()
         for entry in late:  # not part of the turn that happens to record them (its Undo)
-            self.record_now(replace(entry, summary=entry.summary + LATE), when=entry.at,
-                            collect=False)
+            if entry.put:  # a change a process was making when it stopped: made whole now
+                put_files(self.vault, {rel: None if blob is None else
+                                       self.repo.data(ObjectID(blob.encode()))
+                                       for rel, blob in entry.put})
+            self.record_now(replace(entry, summary=entry.summary + LATE, put=()),
+                            when=entry.at, collect=False)
         self.pending.done()
         log.info("history: %d change(s) recorded late", len(late))
         return len(late)
@@ -361,6 +368,21 @@ class History:
         if self._repo is not None:
             self._repo.close()
             self._repo = None
+
+
+def put_files(vault: Vault, files: dict[str, bytes | None]) -> list[str]:
+    """Each file set to its bytes (None: removed); returns the folders it had to make."""
+    made: list[str] = []
+    for rel, data in sorted(files.items(), key=lambda item: item[1] is not None):
+        path = vault.resolve(rel)  # removals first: a file may give way to a folder
+        if data is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            continue
+        made.extend(f for f in vault.absent_folders(rel) if f not in made)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    return made
 
 
 def _parsed(line: str) -> Change | None:

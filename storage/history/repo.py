@@ -213,6 +213,10 @@ class HistoryRepo:
         assert isinstance(obj, Blob)
         return obj.data
 
+    def add_blob(self, data: bytes) -> ObjectID:
+        """Keep these bytes as a blob (a file a change is about to write); returns its id."""
+        return ObjectID(binascii.hexlify(self._write_loose(b"blob", data)))
+
     def commit(self, files: Mapping[str, bytes | None], message: str, author: str,
                *, when: int | None = None) -> ObjectID:
         """A commit on the head that sets each path to its bytes (None: removed)."""
