@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.answer_sets import REAL_VAULT, TODAY, questions, write_captures  # noqa: E402
 from storage.db import Database  # noqa: E402
-from storage.indexer import embed_pending  # noqa: E402
-from storage.meaning import Meaning  # noqa: E402
-from storage.store import Store  # noqa: E402
-from storage.vault import Vault  # noqa: E402
+from storage.index.indexer import embed_pending  # noqa: E402
+from storage.meaning.shared_model import Meaning  # noqa: E402
+from storage.vault.files import Vault  # noqa: E402
+from storage.vault.store import Store  # noqa: E402
 from tools.answers.extract import extractive  # noqa: E402
 from tools.answers.question import read_question  # noqa: E402
 from tools.answers.sentences import quote_in  # noqa: E402

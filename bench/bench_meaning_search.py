@@ -20,11 +20,12 @@ import numpy as np
 from sqlalchemy import text
 
 from storage.db import Database
-from storage.index import SearchIndex, vector_rows
+from storage.index import SearchIndex
 from storage.index.search_index import MeaningQuery
-from storage.index.vector_cache import _CACHE, VaultMatrix
-from storage.meaning import Meaning
-from storage.vault import Vault
+from storage.meaning import vector_rows
+from storage.meaning.cache import _CACHE, VaultMatrix
+from storage.meaning.shared_model import Meaning
+from storage.vault.files import Vault
 
 MODEL = "bench-random/1x120"
 DIM = 384

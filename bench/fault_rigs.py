@@ -155,10 +155,10 @@ def _args(rng: random.Random, tool: str, refs: list[str]) -> Any:
 async def fuzz_tools(folder: Path, examples: int) -> tuple[int, int, int]:
     """(calls made, notes that do not parse back whole, files written outside the vault)."""
     from storage.db import Database
-    from storage.notes import parse_note
-    from storage.store import Store
     from storage.urls import default_url
-    from storage.vault import Vault
+    from storage.vault.files import Vault
+    from storage.vault.note_text import parse_note
+    from storage.vault.store import Store
     from tools.base import ToolContext
     from tools.registry import TOOLS, execute
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from storage.types import Entry
-from storage.vault import Vault
+from storage.vault.files import Vault
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / "bench" / "long_notes"

@@ -18,29 +18,29 @@ from bot.config import Settings
 from bot.core import Core
 from storage.db import Database
 from storage.history import Origin, changing
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 
 if TYPE_CHECKING:
-    from bot.accounts import Accounts
     from bot.answers.service import Answers
-    from bot.changes import Changes
-    from bot.conversations import Conversations
+    from bot.capture.messages import MessageCaptures
     from bot.digest.service import Digests
     from bot.health import StorageHealth
     from bot.home import Home
-    from bot.index_keeper import IndexKeeper
-    from bot.jobs import JobQueue
+    from bot.jobs.queue import JobQueue
     from bot.llm.types import Provider
-    from bot.people import People
-    from bot.reminders import Reminders
+    from bot.note_actions import NoteActions
     from bot.remotes import Remotes
-    from bot.saving import Saver
-    from bot.tool_calls import ToolCalls
-    from bot.turn_runner import TurnRunner
+    from bot.schedule.reminders import Reminders
+    from bot.stores import Stores
+    from bot.tenancy.accounts import Accounts
+    from bot.tenancy.people import People
+    from bot.turn.conversations import Conversations
+    from bot.turn.runner import TurnRunner
+    from bot.turn.tool_calls import ToolCalls
     from storage.history.health import HistoryState
-    from storage.meaning import Meaning
-    from storage.receipts import Receipts
+    from storage.meaning.shared_model import Meaning
+    from storage.repositories.receipts import Receipts
 
 __all__ = ["Brain", "Store", "broken_notes", "clean_vault_temp", "history_states"]
 
@@ -82,7 +82,7 @@ class Brain:
 
     @property
     def receipts(self) -> Receipts:
-        """Capture receipts: what was filed from which message (storage/receipts.py)."""
+        """Capture receipts: what was filed from which message (storage/repositories/receipts.py)."""
         return self.core.receipts
 
     @property
@@ -103,17 +103,17 @@ class Brain:
         return self.core.offline
 
     @property
-    def keeper(self) -> IndexKeeper:
-        """Search by meaning and the background indexer (bot/index_keeper.py)."""
-        return self.core.keeper
+    def stores(self) -> Stores:
+        """Search by meaning and the background indexer (bot/stores.py)."""
+        return self.core.stores
 
     # The services, each built on first use with a plain import.
 
     @cached_property
     def jobs(self) -> JobQueue:
-        """The durable intake (bot/jobs.py), sharing the work among people by
+        """The durable intake (bot/jobs/queue.py), sharing the work among people by
         BRAIN_USER_RUNNING and BRAIN_USER_RATE."""
-        from bot.jobs import METERED, JobQueue, Shares
+        from bot.jobs.queue import METERED, JobQueue, Shares
 
         rate, period = self.settings.user_rate_limit
         return JobQueue(self.core.db, Shares(running=self.settings.user_running, rate=rate,
@@ -128,8 +128,8 @@ class Brain:
 
     @cached_property
     def conversations(self) -> Conversations:
-        """Conversation rows, the turn log, the record of a turn (bot/conversations.py)."""
-        from bot.conversations import Conversations
+        """Conversation rows, the turn log, the record of a turn (bot/turn/conversations.py)."""
+        from bot.turn.conversations import Conversations
 
         return Conversations(self.core)
 
@@ -142,8 +142,8 @@ class Brain:
 
     @cached_property
     def tools(self) -> ToolCalls:
-        """One tool called for a person outside a turn (MCP, buttons) (bot/tool_calls.py)."""
-        from bot.tool_calls import ToolCalls
+        """One tool called for a person outside a turn (MCP, buttons) (bot/turn/tool_calls.py)."""
+        from bot.turn.tool_calls import ToolCalls
 
         return ToolCalls(self.core, self.digests)
 
@@ -156,24 +156,24 @@ class Brain:
 
     @cached_property
     def turns(self) -> TurnRunner:
-        """One turn of a conversation (bot/turn_runner.py; loads the LLM layer and tools)."""
-        from bot.turn_runner import TurnRunner
+        """One turn of a conversation (bot/turn/runner.py; loads the LLM layer and tools)."""
+        from bot.turn.runner import TurnRunner
 
         return TurnRunner(self.core, self.conversations, self.tools)
 
     @cached_property
-    def changes(self) -> Changes:
-        """A move or an Undo from a button, `fix:` or `brain move` (bot/changes.py)."""
-        from bot.changes import Changes
+    def note_actions(self) -> NoteActions:
+        """A move or an Undo from a button, `fix:` or `brain move` (bot/note_actions.py)."""
+        from bot.note_actions import NoteActions
 
-        return Changes(self.core, self.conversations)
+        return NoteActions(self.core, self.conversations)
 
     @cached_property
-    def saves(self) -> Saver:
-        """A message saved by the shortcut or the capture reaction (bot/saving.py)."""
-        from bot.saving import Saver
+    def captures(self) -> MessageCaptures:
+        """A message saved by the shortcut or the capture reaction (bot/capture/messages.py)."""
+        from bot.capture.messages import MessageCaptures
 
-        return Saver(self.core, self.tools)
+        return MessageCaptures(self.core, self.tools)
 
     @cached_property
     def home(self) -> Home:
@@ -184,15 +184,15 @@ class Brain:
 
     @cached_property
     def reminders(self) -> Reminders:
-        """Due-date reminders and their buttons (bot/reminders.py)."""
-        from bot.reminders import Reminders
+        """Due-date reminders and their buttons (bot/schedule/reminders.py)."""
+        from bot.schedule.reminders import Reminders
 
         return Reminders(self.core, self.tools)
 
     @cached_property
     def accounts(self) -> Accounts:
-        """Export, forget, retention, uninstall and revocation (bot/accounts.py)."""
-        from bot.accounts import Accounts
+        """Export, forget, retention, uninstall and revocation (bot/tenancy/accounts.py)."""
+        from bot.tenancy.accounts import Accounts
 
         return Accounts(self.core, self.people)
 
@@ -205,8 +205,8 @@ class Brain:
 
     @cached_property
     def people(self) -> People:
-        """Person keys of Slack people, the home workspace (bot/people.py)."""
-        from bot.people import People
+        """Person keys of Slack people, the home workspace (bot/tenancy/people.py)."""
+        from bot.tenancy.people import People
 
         return People(self.core)
 

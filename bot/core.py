@@ -2,9 +2,9 @@
 database, each person's Store, the language model (made on first use), the capture receipts
 and the clock.
 
-Services (`bot/saving.py`, `bot/home.py`, the turn runner, ...) take a `Core` and never the
+Services (`bot/capture/messages.py`, `bot/home.py`, the turn runner, ...) take a `Core` and never the
 Brain: the Brain (`bot/brain.py`) builds one Core and hands it to each service it composes.
-Nothing heavy is imported here: the provider and the search-by-meaning keeper load when first
+Nothing heavy is imported here: the provider and the Stores (search by meaning) load when first
 asked for.
 """
 
@@ -18,19 +18,19 @@ from zoneinfo import ZoneInfo
 from bot.config import Settings
 from storage.db import Database
 from storage.errors import InvalidValue
-from storage.paths import check_person_folder
-from storage.store import Store
 from storage.types import ATTACHMENTS, CATEGORIES, TRASH_DIR, is_user_id
+from storage.vault.paths import check_person_folder
+from storage.vault.store import Store
 
 # Folders a vault uses: never a person's id under BRAIN_OWNER.
 VAULT_NAMES = frozenset({*CATEGORIES, TRASH_DIR, ATTACHMENTS})
 
 if TYPE_CHECKING:
-    from bot.index_keeper import IndexKeeper
     from bot.llm.configs import LLMConfig
     from bot.llm.types import Provider
-    from storage.meaning import Meaning
-    from storage.receipts import Receipts
+    from bot.stores import Stores
+    from storage.meaning.shared_model import Meaning
+    from storage.repositories.receipts import Receipts
 
 class Core:
     def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
@@ -41,8 +41,8 @@ class Core:
         self.vault_override = vault_override
         self._provider = provider
         self._meaning = meaning  # a model the caller started loading, else one made lazily
-        self._keeper: IndexKeeper | None = None
-        self._stores: dict[str, Store] = {}
+        self._stores: Stores | None = None
+        self._open: dict[str, Store] = {}  # each person's Store, made once
         self._chosen: dict[str, Provider] = {}  # the providers of people's own choices
         self._available: dict[str, LLMConfig] | None = None  # what a person may choose
 
@@ -59,7 +59,7 @@ class Core:
         second value is that sentence."""
         from bot.llm.configs import available_configs
         from bot.llm.configs import make_provider as connect
-        from storage import slack_state
+        from storage.repositories import slack_state
 
         if self._available is None:  # the settings do not change while the process runs
             self._available = available_configs(self.settings)
@@ -81,10 +81,10 @@ class Core:
 
     @property
     def receipts(self) -> Receipts:
-        """Capture receipts (storage/receipts.py; loaded on first use: a storage verb of the
+        """Capture receipts (storage/repositories/receipts.py; loaded on first use: a storage verb of the
         CLI never needs the rows' module)."""
         if self._receipts is None:
-            from storage.receipts import Receipts
+            from storage.repositories.receipts import Receipts
 
             self._receipts = Receipts(self.db)
         return self._receipts
@@ -96,13 +96,13 @@ class Core:
         return isinstance(self.provider, OfflineProvider)
 
     @property
-    def keeper(self) -> IndexKeeper:
-        """The Stores' search by meaning and the background indexer (bot.index_keeper)."""
-        if self._keeper is None:
-            from bot.index_keeper import IndexKeeper
+    def stores(self) -> Stores:
+        """The Stores' search by meaning and the background indexer (bot.stores)."""
+        if self._stores is None:
+            from bot.stores import Stores
 
-            self._keeper = IndexKeeper(self.settings, self.db, meaning=self._meaning)
-        return self._keeper
+            self._stores = Stores(self.settings, self.db, meaning=self._meaning)
+        return self._stores
 
     def store_for(self, user_id: str) -> Store:
         """The person's vault over the shared database; refuses ids that could name a path,
@@ -115,10 +115,10 @@ class Core:
                                f"(BRAIN_OWNER); {user_id!r} has no vault here")
         if self.vault_override is None:
             self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too
-        if user_id not in self._stores:
+        if user_id not in self._open:
             root = self.vault_override or self.settings.vault_for(user_id)
-            self._stores[user_id] = self.keeper.store(root)
-        return self._stores[user_id]
+            self._open[user_id] = self.stores.store(root)
+        return self._open[user_id]
 
     def has_vault(self, user_id: str) -> bool:
         """With BRAIN_OWNER only the owner has a vault, the vault root itself: `<root>/<id>`
@@ -143,14 +143,14 @@ class Core:
 
     def check_vault_folder(self, user_id: str) -> None:
         """UnsafePath when the person's own folder (`<vault root>/<user id>`) is a symlink or
-        resolves anywhere else (storage/paths.py); the single owner's vault is the root."""
+        resolves anywhere else (storage/vault/paths.py); the single owner's vault is the root."""
         folder = self.settings.vault_for(user_id)
         if folder != self.settings.vault_root:
             check_person_folder(self.settings.vault_root, folder)
 
     def forget_store(self, user_id: str) -> None:
-        if user_id in self._stores:
-            self.keeper.forget(self._stores.pop(user_id))
+        if user_id in self._open:
+            self.stores.forget(self._open.pop(user_id))
 
     def now(self) -> datetime:
         return datetime.now(ZoneInfo(self.settings.tz))
@@ -163,8 +163,8 @@ class Core:
             aclose = getattr(provider, "aclose", None)
             if aclose is not None:  # the SDK providers' HTTP clients
                 await aclose()
-        if self._keeper is not None:
-            await self._keeper.close()
+        if self._stores is not None:
+            await self._stores.close()
         await self.db.close()
 
 

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 from bot.core import Core
-from storage.files import TEMP_SUFFIX
+from storage.vault.atomic import TEMP_SUFFIX
 
 TTL = 2.0  # seconds a probe's answer is reused
 # Hidden (the vault scan never reads it as a note), and named as our temp files are
-# (storage/files.py), so one a killed process left is cleaned up with them.
+# (storage/vault/atomic.py), so one a killed process left is cleaned up with them.
 PROBE_PREFIX = ".brain-probe.tmp."
 
 

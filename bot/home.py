@@ -16,9 +16,9 @@ from bot.core import Core
 from bot.digest.data import note_ref, parse_day
 from bot.digest.model import CaptureRef, NoteRef
 from bot.llm.configs import available_configs, select_config
-from storage import digest_data as q
-from storage import repositories, slack_state
-from storage.repositories import SubscriptionRow
+from storage import repositories
+from storage.repositories import SubscriptionRow, slack_state
+from storage.repositories import digest_data as q
 from storage.types import Change
 
 MAX_INBOX = 10  # each with its buttons: two blocks
@@ -71,7 +71,7 @@ class Home:
             due = [r for c in DUE_CATEGORIES
                    for r in await q.notes(s, vault, category=c, due_on_or_before=horizon)
                    if r.status not in CLOSED and parse_day(r.due_date) is not None]
-            captures = await q.captures_between(s, user_id, datetime(1970, 1, 1, tzinfo=UTC),
+            captures = await q.receipts_between(s, user_id, datetime(1970, 1, 1, tzinfo=UTC),
                                                 datetime.now(UTC) + timedelta(days=1),
                                                 limit=MAX_CAPTURES)
             found = await q.notes_by_ids(s, vault, [c.entry_id for c in captures])

@@ -124,7 +124,7 @@ def _upgrade(connection: Connection) -> None:
 
 
 # Connections of a server database kept for recording incoming work (and as many again at a
-# peak); the journal's group commit makes a burst a few statements (bot/jobs.py).
+# peak); the journal's group commit makes a burst a few statements (bot/jobs/queue.py).
 INTAKE_POOL = 2
 
 
@@ -210,7 +210,7 @@ class Database:
         return self._intake_sessions()
 
     def lock_engine(self) -> AsyncEngine:
-        """Connections for held locks (storage.locks), apart from the pool sessions use: a
+        """Connections for held locks (storage.vault.locks), apart from the pool sessions use: a
         lock's holder needs a session's connection for its work, so lock waiters must not sit
         on those. Made on first use (only PostgreSQL's cross-machine vault lock needs it)."""
         if self._lock_engine is None:

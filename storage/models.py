@@ -1,5 +1,5 @@
 """ORM tables of the core schema (migrations 0001_core, 0003_intake, 0005_reminders,
-0014_sync_tokens).
+0015_sync_tokens).
 
 Timestamps: every datetime column is `UTCDateTime`. Callers pass timezone-aware datetimes
 (naive ones are refused: their zone is a guess); rows come back timezone-aware in UTC. On
@@ -165,9 +165,9 @@ class ToolRun(Base):
     duration_ms: Mapped[float] = mapped_column(Float)
 
 
-class Capture(Base):
-    __tablename__ = "captures"
-    __table_args__ = (Index("ix_captures_user_created", "user_id", "created_at"),)
+class Receipt(Base):
+    __tablename__ = "receipts"
+    __table_args__ = (Index("ix_receipts_user_created", "user_id", "created_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[str] = mapped_column(String(64))
@@ -186,13 +186,6 @@ class Capture(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     job_id: Mapped[int | None] = mapped_column(Integer, index=True)  # the intake job, if any
-
-
-class ProcessedEvent(Base):
-    __tablename__ = "processed_events"
-
-    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
 class DigestSubscription(Base):
@@ -221,7 +214,7 @@ class Job(Base):
     __table_args__ = (
         Index("ix_jobs_state_id", "state", "id"),
         Index("ix_jobs_lane_id", "lane", "id"),
-        Index("ix_jobs_state_user_id", "state", "user_id", "id"),  # 0013: storage/shares.py
+        Index("ix_jobs_state_user_id", "state", "user_id", "id"),  # 0013: storage/repositories/shares.py
         Index("ix_jobs_state_finished", "state", "finished_at"),
         Index("ix_jobs_user_created", "user_id", "created_at"),
     )
@@ -285,7 +278,7 @@ class SlackTeam(Base):
 
 class SlackHome(Base):
     """The home workspace (migration 0010): its people's person keys are their plain Slack
-    user ids (bot/people.py). One row at most (id 1); the first claim wins."""
+    user ids (bot/tenancy/people.py). One row at most (id 1); the first claim wins."""
 
     __tablename__ = "slack_home"
 
@@ -295,7 +288,7 @@ class SlackHome(Base):
 
 
 class SyncToken(Base):
-    """A token a person's git client sends to reach their vault's remote (migration 0014):
+    """A token a person's git client sends to reach their vault's remote (migration 0015):
     kept as its SHA-256 only, with its first characters to name it by."""
 
     __tablename__ = "sync_tokens"
@@ -309,6 +302,6 @@ class SyncToken(Base):
 
 
 CORE_TABLES: tuple[str, ...] = (
-    "conversations", "turns", "messages", "tool_runs", "captures", "processed_events",
+    "conversations", "turns", "messages", "tool_runs", "receipts",
     "digest_subscriptions", "jobs", "reminders", "slack_users", "slack_teams",
 )

@@ -34,7 +34,7 @@ STATUS_VALUES: dict[str, tuple[str, ...]] = {
 DEFAULT_STATUS: dict[str, str] = {"projects": "active", "admin": "todo"}
 # Fields whose value is a list of strings.
 LIST_FIELDS: frozenset[str] = frozenset({"follow_ups", "tags"})
-# Fields whose value is a day, YYYY-MM-DD (writers read natural phrases first: tools/dates.py).
+# Fields whose value is a day, YYYY-MM-DD (writers read natural phrases first: tools/rules/dates.py).
 DATE_FIELDS: frozenset[str] = frozenset({"due_date", "last_touched"})
 # The longest name a note may have, in characters (storage/text.py `given_name`; README).
 MAX_NAME = 120

@@ -1,5 +1,5 @@
 """Database URLs: the default one and the async driver's form. No SQLAlchemy here: the CLI
-names a running server's data by its URL (bot/commands/served.py) before anything heavy loads.
+names a running server's data by its URL (bot/commands/via_server.py) before anything heavy loads.
 """
 
 from __future__ import annotations

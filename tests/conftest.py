@@ -25,7 +25,7 @@ atexit.register(shutil.rmtree, _PLATFORM, True)
 
 # Import the embedding tokenizer here, in the main thread: kitoken 0.11 first imported in a
 # thread that then exits (a CLI verb run in a worker thread by a test) crashes the process
-# when it is used later (storage.embedding.preload).
+# when it is used later (storage.meaning.embedder.preload).
 with contextlib.suppress(ImportError):
     import kitoken  # noqa: F401
 

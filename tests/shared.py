@@ -24,7 +24,7 @@ SLACK_FIXTURES = SHARED / "fixtures" / "slack"
 
 def ids_on_disk(root: Path) -> dict[str, list[str]]:
     """Each note id in the vault at `root` -> the files carrying it (a note made twice shows)."""
-    from storage.notes import parse_note
+    from storage.vault.note_text import parse_note
 
     found: dict[str, list[str]] = {}
     for path in root.rglob("*.md"):

@@ -29,8 +29,8 @@ from bench.long_note_set import (
     series,
     sessions,
 )
-from storage.notes import parse_note
 from storage.types import Entry
+from storage.vault.note_text import parse_note
 
 
 @pytest.fixture(scope="module")

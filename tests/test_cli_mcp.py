@@ -222,12 +222,12 @@ async def test_history_and_undo_name_the_client_and_put_files_back(alice: Served
     assert bad.is_error and unknown.is_error and "limit" in _text(unknown)
 
 
-async def _receipt(data: Path, entry_id: str) -> repositories.CaptureRow | None:
+async def _receipt(data: Path, entry_id: str) -> repositories.ReceiptRow | None:
     brain = await Brain.start(Settings(BRAIN_DATA_DIR=data),  # type: ignore[call-arg]
                               provider=ScriptedProvider())
     try:
         async with brain.core.db.session() as s:
-            return await repositories.capture_for_entry(s, entry_id)
+            return await repositories.receipt_for_entry(s, entry_id)
     finally:
         await brain.close()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.meaning import Meaning
+from storage.meaning.shared_model import Meaning
 from tests.brain_cli import BrainCLI
 from tests.tools.conftest import write_note
 

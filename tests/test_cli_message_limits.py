@@ -1,4 +1,4 @@
-"""One limit for a message at every door (tools/message_limits.py): at most 40,000 characters
+"""One limit for a message at every door (tools/capture/limits.py): at most 40,000 characters
 of text. A longer message, or one that is not text (a binary file piped in), is refused with a
 reply that says why and nothing is filed; a long message within the limit is kept once, in
 the body, never repeated in the frontmatter. Through the CLI as a process (`brain chat`,
@@ -21,7 +21,7 @@ import yaml
 from tests.brain_cli import REPO, Result, run_process
 from tests.databases import database_env
 from tests.test_cli_mcp import stdio
-from tools.message_limits import MAX_MESSAGE, MAX_ORIGINAL
+from tools.capture.limits import MAX_MESSAGE, MAX_ORIGINAL
 
 WORDS = ("budget", "river", "lantern", "copper", "meadow", "signal", "harbor", "violet")
 

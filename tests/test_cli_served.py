@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands.served import identity
+from bot.commands.via_server import identity
 from bot.config import Settings
 from bot.local_socket import socket_path
 from tests.brain_cli import REPO, Result, run_process

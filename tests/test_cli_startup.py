@@ -23,9 +23,9 @@ NEVER_AT_START = {"sqlalchemy", "alembic", "mako", "aiosqlite", "pydantic", "pyd
 # A storage verb goes through the door (bot.brain), which is light: the turn machinery, the
 # tools and the model layer are not loaded.
 NOT_FOR_A_STORAGE_VERB = {"alembic", "mako", "jsonschema", "openai", "anthropic", "httpx",
-                          "slack_sdk", "slack_bolt", "aiohttp", "tools", "bot.turn_runner",
-                          "bot.loop", "bot.llm", "numpy", "onnxruntime", "bot.jobs", "bot.worker",
-                          "storage.journal", "storage.models", "storage.repositories"}
+                          "slack_sdk", "slack_bolt", "aiohttp", "tools", "bot.turn.runner",
+                          "bot.turn.loop", "bot.llm", "numpy", "onnxruntime", "bot.jobs.queue", "bot.jobs.worker",
+                          "storage.repositories.journal", "storage.models", "storage.repositories"}
 
 REPORT = """
 import json, sys
@@ -82,7 +82,7 @@ def test_storage_verb_on_a_current_database_skips_alembic_and_the_turn_machinery
 
 ASK_SERVER = """
 import argparse, json, sys
-from bot.commands.served import ask_server
+from bot.commands.via_server import ask_server
 found = ask_server(argparse.Namespace(user=None, vault=None), "search",
                    {"query": "kites", "category": None, "limit": 5})
 print(json.dumps({"found": found, "modules": sorted(sys.modules)}))

@@ -10,7 +10,7 @@ from typing import Any
 from tools.answers.extract import extractive
 from tools.answers.question import read_question
 from tools.base import Tool, ToolContext, ToolOutput
-from tools.dates import today_in
+from tools.rules.dates import today_in
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

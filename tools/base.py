@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from storage.history.context import Tally
 from storage.types import CATEGORIES
-from tools.fence import unfenced
+from tools.capture.fence import unfenced
 
 if TYPE_CHECKING:
     from storage.db import Database
-    from storage.receipts import Receipts
-    from storage.store import Store
+    from storage.repositories.receipts import Receipts
     from storage.types import Entry
+    from storage.vault.store import Store
     from tools.readers.read import Reading
     from tools.readers.sections import SharedFile
 
@@ -107,8 +107,8 @@ class ToolContext:
 
     @property
     def receipts(self) -> Receipts:
-        """The capture receipts (storage/receipts.py: their one place)."""
-        from storage.receipts import Receipts
+        """The capture receipts (storage/repositories/receipts.py: their one place)."""
+        from storage.repositories.receipts import Receipts
 
         return Receipts(self.db)
 
@@ -119,7 +119,7 @@ class ToolContext:
 
     def full_text(self, text: str) -> str:
         """The text a capture keeps: the whole message when the model passed the view of it,
-        and never our fence's marker lines (tools/fence.py)."""
+        and never our fence's marker lines (tools/capture/fence.py)."""
         if self.message and self.message_view and self.message_view != self.message \
                 and text.strip() == self.message_view.strip():
             return self.message

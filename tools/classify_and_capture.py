@@ -10,15 +10,15 @@ from jsonschema import Draft202012Validator
 
 from storage.text import visible_name
 from storage.types import DEFAULT_STATUS, LIST_FIELDS, STATUS_VALUES, Entry, EntrySummary
-from tools import classify_rules
 from tools.base import CATEGORY_ENUM, Tool, ToolContext, ToolError, ToolOutput
-from tools.dates import as_date, today_in
-from tools.known_person import add_to_person, known_person
-from tools.message_limits import MAX_MESSAGE, excerpt, refusal
-from tools.names import shown_name
+from tools.capture.known_person import add_to_person, known_person
+from tools.capture.limits import MAX_MESSAGE, excerpt, refusal
+from tools.capture.related import related_notes, related_section
+from tools.capture.repeats import filed_already
 from tools.readers.sections import file_sections
-from tools.related import related_notes, related_section
-from tools.repeats import filed_already
+from tools.rules import classify
+from tools.rules.dates import as_date, today_in
+from tools.rules.naming import shown_name
 from tools.web.links import URL
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def _category_fields(category: str, source: dict[str, Any], dropped: list[str],
     with sane values; a value that cannot be kept is dropped and named in `dropped`, and the
     capture stands."""
     out: dict[str, Any] = {}
-    for key in classify_rules.FIELDS.get(category, ()):
+    for key in classify.FIELDS.get(category, ()):
         value = source.get(key)
         if value is None or value == "" or value == []:
             continue
@@ -80,7 +80,7 @@ def _category_fields(category: str, source: dict[str, Any], dropped: list[str],
                 continue
             value = [str(v) for v in value if str(v).strip()]
         out[key] = value
-    if "due_date" in out:  # read as every writer reads it (tools/dates.py: as_date)
+    if "due_date" in out:  # read as every writer reads it (tools/rules/dates.py: as_date)
         try:
             out["due_date"] = as_date("due_date", out["due_date"], today)
         except ValueError:
@@ -138,10 +138,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     if url and ctx.read_links is not None and not ctx.shared_filed and not any(
             s.link == url for s, _ in ctx.shared):  # (a link the turn read already)
         ctx.shared = [*ctx.shared, *await ctx.read_links([url])]
-    return await file_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
+    return await capture_thought(ctx, ctx.full_text(args["text"]), dict(args.get("hints") or {}))
 
 
-async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
+async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
                        inbox_reason: str | None = None,
                        dropped: list[str] | None = None,
                        extra_fields: dict[str, Any] | None = None,
@@ -150,14 +150,14 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     when unsure, or always with `inbox_reason` (the rescue of a turn that went wrong).
     `extra_fields` go into the frontmatter (a saved message's author) and `footer` ends the
     body (where the text came from). The same words sent again a moment ago make no second
-    note (tools/repeats.py) unless `repeat_ok` (a saved message: one note per message)."""
+    note (tools/capture/repeats.py) unless `repeat_ok` (a saved message: one note per message)."""
     if not text.strip():
         raise ToolError("invalid", "text is empty: there is nothing to save")
     refused = refusal(text)
     if refused is not None:
         raise ToolError("invalid", refused)
     dropped = list(dropped or [])
-    classified: classify_rules.Classification | None = None
+    classified: classify.Classification | None = None
     suggested_fields: dict[str, Any] = {}
     if "category" in hints and "confidence" in hints:
         category = str(hints["category"])
@@ -165,13 +165,13 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     elif "category" in hints:
         # The model chose without saying how sure: the keyword rules vote. Agreement files it;
         # disagreement sends it to the inbox with the model's choice as the suggestion.
-        classified = await classify_rules.classify_async(text, tz=ctx.tz, similar=ctx.similar)
+        classified = await classify.classify_async(text, tz=ctx.tz, similar=ctx.similar)
         category = str(hints["category"])
         agree = classified.category == category
         confidence = (max(classified.confidence, ctx.confidence_threshold) if agree
                       else min(classified.confidence, ctx.confidence_threshold - 0.01))
     else:
-        classified = await classify_rules.classify_async(text, tz=ctx.tz, similar=ctx.similar)
+        classified = await classify.classify_async(text, tz=ctx.tz, similar=ctx.similar)
         category, confidence = classified.category, float(classified.confidence)
         suggested_fields = dict(classified.fields)
     confidence = round(min(max(confidence, 0.0), 1.0), 2)
@@ -180,7 +180,7 @@ async def file_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     if ctx.shared and not URL.sub(" ", text).strip() and not URL.sub(" ", name).strip():
         name = ctx.shared[0][1].name  # a bare link (and no better name): its page's title
     if not name:
-        name = classified.name if classified else classify_rules.subject(text)
+        name = classified.name if classified else classify.subject(text)
     name = visible_name(name)[:MAX_NAME].strip() or "Untitled"
 
     # The model's fields win over the keyword classifier's.
@@ -284,7 +284,7 @@ def _as_filed(entry: Entry, made: bool, target: str, status: str,
 
 
 class Receipt:
-    """A capture's claim on its derived id (storage/ids.py `Claim`): its receipt, written
+    """A capture's claim on its derived id (storage/vault/ids.py `Claim`): its receipt, written
     before the note, moved with it, and the only thing that says the note was made."""
 
     def __init__(self, ctx: ToolContext, text: str, entry_id: str, category: str,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.receipts import Receipts
-from storage.store import Store
+from storage.repositories.receipts import Receipts
 from storage.types import MoveResult
+from storage.vault.store import Store
 from tools.base import CATEGORY_ENUM, REF_SCHEMA, Tool, ToolContext, ToolOutput
 
 SCHEMA: dict[str, Any] = {

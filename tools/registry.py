@@ -229,7 +229,7 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
                   parse_error: str | None = None) -> Execution:
     """Run one tool call. Every failure of the call is an error Execution; storage that
     cannot be written (read-only, full) is not the call's failure and no answer for the
-    model: StorageDown, and the turn waits for storage (bot/worker.py)."""
+    model: StorageDown, and the turn waits for storage (bot/jobs/worker.py)."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     output: ToolOutput | None = None

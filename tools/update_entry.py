@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import REF_SCHEMA, Tool, ToolContext, ToolError, ToolOutput, entry_data
-from tools.dates import today_in, with_dates
+from tools.rules.dates import today_in, with_dates
 
 # Fields the bot owns: changing them would break links, receipts and buttons.
 PROTECTED = ("id", "created", "path", "updated")

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from bot.llm.types import LLMError, Message, Provider, RequestOptions, ToolCall, ToolResult
-from bot.loop import LoopOutcome
+from bot.turn.loop import LoopOutcome
 from tools import answer
 from tools.answers.model import NOT_FOUND_WITH_MODEL
 from tools.registry import Execution, keeping_names
@@ -34,7 +34,7 @@ def needs_citations(outcome: LoopOutcome, read_only: Collection[str]) -> bool:
         and any(e.tool in read_only for e in ok) and not any(e.tool in changed for e in ok)
 
 
-async def cite_prose(provider: Provider, *, system: str, history: Sequence[Message],
+async def cite_prose(provider: Provider, *, system: str, earlier: Sequence[Message],
                      outcome: LoopOutcome, execute: Executor,
                      returned: bool = True) -> LLMError | None:
     """Replace `outcome.text` (the model's prose) by its cited, checked form. When the tools
@@ -52,7 +52,7 @@ async def cite_prose(provider: Provider, *, system: str, history: Sequence[Messa
         # The request ends with the user's turn (a conversation may not end with the
         # model's own message when a tool is forced).
         completion = await provider.complete(
-            system, [*history, *outcome.messages, Message(role="user", content=FINAL_NOTE)], [],
+            system, [*earlier, *outcome.messages, Message(role="user", content=FINAL_NOTE)], [],
             options=options)
     except LLMError as exc:
         log.warning("the answer's citations could not be asked for (%s)", exc.kind)

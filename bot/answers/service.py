@@ -17,9 +17,9 @@ from bot.answers.final import cite_prose
 from bot.core import Core
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import Provider, ToolCall, ToolSpec
-from bot.loop import LoopOutcome, run_turn
-from bot.replies import wording
-from bot.tool_calls import ToolCalls
+from bot.turn import wording
+from bot.turn.loop import LoopOutcome, run_turn
+from bot.turn.tool_calls import ToolCalls
 from tools.answers.model import NOT_FOUND_WITH_MODEL
 from tools.registry import TOOLS, Execution, execute
 
@@ -76,13 +76,13 @@ class Answers:
             return await execute(ctx, call.id or f"ask_{calls}", call.name, call.arguments,
                                  call.parse_error)
 
-        outcome = await run_turn(provider, system=system, history=[],
+        outcome = await run_turn(provider, system=system, earlier=[],
                                  user_text=question, tools=specs, execute=run_call,
                                  max_iterations=MAX_ITERATIONS, terminal={"answer"},
                                  parallel=READ_TOOLS)
         failure = outcome.error
         if not _answered(outcome) and failure is None and outcome.text.strip():
-            failure = await cite_prose(provider, system=system, history=[], outcome=outcome,
+            failure = await cite_prose(provider, system=system, earlier=[], outcome=outcome,
                                        execute=run_call)
         done = _answered(outcome)
         if done:

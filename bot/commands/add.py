@@ -48,7 +48,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     text = " ".join(args.text).strip()
     if not text and not args.file and not args.url:
         return fail("nothing to add: give TEXT, --file PATH, --url URL or several")
-    from tools.message_limits import refusal
+    from tools.capture.limits import refusal
 
     refused = refusal(text) if text else None
     if refused is not None:  # too long, or not text: the same limit as every door

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from bot.commands.common import add_common, fail, meaning_ready, open_brain, print_json, run
-from bot.commands.served import ask_server
+from bot.commands.via_server import ask_server
 
 
 def register(sub: Any) -> None:  # argparse subparsers

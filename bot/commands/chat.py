@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from bot.brain import Brain
     from bot.config import Settings
-    from bot.turns import TurnResult
+    from bot.turn.result import TurnResult
 
 HISTORY_SHOWN = 10  # changes /history lists
 LOG_TEXT = 200  # characters of a message or a reply `brain log` prints (--json: all)
@@ -232,7 +232,7 @@ async def _turn(brain: Brain, key: str, user: str, text: str) -> TurnResult:
         result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
                                           source="cli")
         if result.filed:  # after the reply: vectors for what it filed
-            await brain.keeper.embed_new(brain.store_for(user))
+            await brain.stores.embed_new(brain.store_for(user))
     return result
 
 

@@ -202,7 +202,7 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
 
     settings = Settings()
     check_vault(settings, args)
-    from bot.index_keeper import cli_model
+    from bot.stores import cli_model
 
     model = cli_model(settings, wanted=meaning, threads=threads)
     loading = None
@@ -324,7 +324,7 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
             told = True
         line.update(done, total, seconds)
 
-    stats = await opened.brain.keeper.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
+    stats = await opened.brain.stores.catch_up(opened.store, budget=SEARCH_EMBED_SECONDS,
                                                 progress=progress)
     line.done()
     if stats is None:
@@ -338,4 +338,4 @@ async def meaning_ready(opened: Opened, *, quiet: bool) -> None:
 
 async def embed_written(opened: Opened) -> None:
     """After a write: the notes just written (the newest) get their vectors."""
-    await opened.brain.keeper.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)
+    await opened.brain.stores.catch_up(opened.store, budget=WRITE_EMBED_SECONDS, window=8)

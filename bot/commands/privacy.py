@@ -86,7 +86,7 @@ async def _export(args: argparse.Namespace) -> int:
     finally:
         await brain.close()
     print(f"wrote {out}: {done.files} vault file(s), {done.rows['conversations']} "
-          f"conversation(s), {done.rows['captures']} capture receipt(s)")
+          f"conversation(s), {done.rows['receipts']} capture receipt(s)")
     return 0
 
 
@@ -102,7 +102,7 @@ async def _forget(args: argparse.Namespace) -> int:
             where = f"file(s) in {seen.vault}" if seen.vault else "file(s) (no vault here)"
             print(f"This erases everything the brain holds of {args.user}: {seen.files} "
                   f"{where}, {seen.rows['conversations']} conversation(s) "
-                  f"({seen.rows['turns']} turns), {seen.rows['captures']} capture receipt(s), "
+                  f"({seen.rows['turns']} turns), {seen.rows['receipts']} capture receipt(s), "
                   "their queued jobs, digest settings and reminders. It cannot be undone.")
             if not sys.stdin.isatty():
                 return fail("not erased: confirm in a terminal, or add --yes")

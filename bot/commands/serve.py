@@ -171,8 +171,8 @@ async def _doctor(settings: Settings, *, offline: bool, local: bool = False) -> 
 def _meaning_check(settings: Settings) -> Any:
     """Can search by meaning run here? Without the model search still works, by words and
     names only, so this says what is missing and how to add it."""
-    from bot.index_keeper import model_check
     from bot.slack.doctor import Check
+    from bot.stores import model_check
 
     ok, detail, fix = model_check(settings)
     return Check("Search by meaning", ok, detail, fix)

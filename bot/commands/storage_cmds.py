@@ -25,7 +25,7 @@ from bot.commands.common import (
     print_json,
     run,
 )
-from bot.commands.served import ask_server
+from bot.commands.via_server import ask_server
 from storage.types import (
     CATEGORIES,
     LIST_FIELDS,
@@ -93,7 +93,7 @@ def checked_name(name: str) -> str:
     """A name given on the command line, by the vault's rule (no invisible characters, at most
     MAX_NAME characters), refused before anything is opened."""
     from storage.errors import InvalidValue
-    from tools.names import given
+    from tools.rules.naming import given
 
     try:
         return given(name)
@@ -227,7 +227,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if not changes and args.append is None:
         return fail("nothing to update: give key=value pairs and/or --append TEXT")
     from bot.config import Settings
-    from tools.dates import today_in, with_dates
+    from tools.rules.dates import today_in, with_dates
 
     try:  # due_date=tomorrow becomes its day, as in a capture; 2026-13-45 is refused
         changes = with_dates(changes, today_in(Settings().tz))
@@ -248,7 +248,7 @@ def _print_move(result: MoveResult) -> None:
 
 
 def cmd_move(args: argparse.Namespace) -> int:
-    return _verb(args, lambda v: v.brain.changes.move(user_id=v.user, ref=args.ref, category=args.category), _print_move)
+    return _verb(args, lambda v: v.brain.note_actions.move(user_id=v.user, ref=args.ref, category=args.category), _print_move)
 
 
 def _print_backlinks(result: BacklinkList) -> None:
@@ -272,7 +272,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         store = v.store
         stats = await store.refresh()  # the words index first: keyword search works at once
         line = ProgressLine(sys.stderr, quiet=args.json)
-        embedded = await v.brain.keeper.reindex(store, progress=line.update)
+        embedded = await v.brain.stores.reindex(store, progress=line.update)
         line.done()
         return str(store.vault.root), stats, (embedded, store.meaning.why)
 

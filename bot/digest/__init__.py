@@ -16,7 +16,7 @@ from bot.llm.types import Provider
 from storage.db import Database
 
 if TYPE_CHECKING:
-    from storage.store import Store
+    from storage.vault.store import Store
 
 
 async def make_digest(store: Store, db: Database, provider: Provider, user_id: str, kind: str,

@@ -41,7 +41,8 @@ class DigestRequest:
     problem: str | None = None  # for invalid: what was wrong, then the usage
 
     @property
-    def changes_settings(self) -> bool:
+    def sets_schedule(self) -> bool:
+        """It subscribes or stops a digest (the App Home shows the settings)."""
         return self.action in ("subscribe", "off")
 
     def reply_to_invalid(self, command: str = "/digest") -> str:

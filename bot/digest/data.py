@@ -32,11 +32,11 @@ from bot.digest.model import (
     DigestData,
     NoteRef,
 )
-from storage import digest_data as q
 from storage.db import Database
+from storage.repositories import digest_data as q
 
 if TYPE_CHECKING:
-    from storage.store import Store
+    from storage.vault.store import Store
 
 DETAIL_CHARS = 140
 TEXT_CHARS = 200
@@ -104,7 +104,7 @@ def day_start(day: date, zone: ZoneInfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone)
 
 
-async def _capture_refs(s: Any, vault: str, rows: list[q.CaptureInfo],
+async def _capture_refs(s: Any, vault: str, rows: list[q.ReceiptInfo],
                         zone: ZoneInfo) -> tuple[CaptureRef, ...]:
     found = await q.notes_by_ids(s, vault, [c.entry_id for c in rows])
     out = []
@@ -131,7 +131,7 @@ async def _daily(s: Any, vault: str, user_id: str, today: date,
              if (d := parse_day(r.due_date)) is not None and d <= today]
     admin.sort(key=lambda r: (r.due_date or "", r.path))
     inbox = await q.notes(s, vault, category="inbox")
-    captures = await q.captures_between(s, user_id, day_start(today - timedelta(days=1), zone),
+    captures = await q.receipts_between(s, user_id, day_start(today - timedelta(days=1), zone),
                                         day_start(today, zone), limit=MAX_CAPTURES)
     return {
         "projects": tuple(note_ref(r, zone) for r in projects[:MAX_PROJECTS]),
@@ -148,13 +148,13 @@ async def _weekly(s: Any, vault: str, user_id: str, today: date,
                   zone: ZoneInfo) -> dict[str, Any]:
     start = day_start(today - timedelta(days=WEEK_DAYS - 1), zone)
     end = day_start(today + timedelta(days=1), zone)
-    captures = await q.captures_between(s, user_id, start, end, limit=MAX_CAPTURES)
+    captures = await q.receipts_between(s, user_id, start, end, limit=MAX_CAPTURES)
     counts = await q.capture_counts(s, user_id, start, end)
 
     changed = [r for r in await q.notes(s, vault, category="projects",
                                         updated_since=start.timestamp())
                if r.status in MOVED_STATUSES]
-    fixed = await q.captures_between(s, user_id, start, end, statuses=["fixed"],
+    fixed = await q.receipts_between(s, user_id, start, end, statuses=["fixed"],
                                      limit=MAX_CAPTURES)
     refiled = await q.notes_by_ids(s, vault, [c.entry_id for c in fixed])
     seen = {r.path for r in changed}
@@ -164,7 +164,7 @@ async def _weekly(s: Any, vault: str, user_id: str, today: date,
     loops = await q.open_loop_projects(s, vault, stale_before=stale_before, limit=MAX_LOOPS)
 
     review = await q.notes(s, vault, category="inbox")
-    unsure = await q.captures_between(s, user_id, start, end, statuses=["needs_review"],
+    unsure = await q.receipts_between(s, user_id, start, end, statuses=["needs_review"],
                                       limit=MAX_CAPTURES)
     unsure_notes = await q.notes_by_ids(s, vault, [c.entry_id for c in unsure])
     seen = {r.path for r in review}

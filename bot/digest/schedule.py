@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.polling import Poller
+from bot.schedule.ticker import Ticker
 from storage import repositories
 from storage.db import Database
-from storage.digest_data import claim_digest_slot
 from storage.repositories import SubscriptionRow
+from storage.repositories.digest_data import claim_digest_slot
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def due_slot(sub: SubscriptionRow, now: datetime) -> datetime | None:
     return slot
 
 
-class DigestScheduler(Poller):
+class DigestScheduler(Ticker):
     """Polls the subscriptions and delivers what is due. `deliver(sub, slot)` gets the slot
     as an aware datetime in the user's zone (`slot.date()` is the digest's day)."""
 

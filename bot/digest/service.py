@@ -11,7 +11,7 @@ from bot.core import Core
 from bot.digest.command import DigestRequest, apply
 from bot.digest.model import Digest
 from bot.digest.schedule import Deliver, DigestScheduler
-from storage.store import Store
+from storage.vault.store import Store
 from tools.base import DigestMaker
 
 

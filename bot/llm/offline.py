@@ -5,7 +5,7 @@ arguments valid for their schemas, and answers in text when the tool it would ca
 offered), the conversation's messages (the note filed last comes from the tool results in
 them, not from the prompt's text) and the per-request options, applied by the same
 `requested_tools` as the SDK adapters. On the first iteration of a turn it makes the tool call
-a real model would (`tools/intent.py`); after tool results it sums them up in a short text, so
+a real model would (`tools/rules/intent.py`); after tool results it sums them up in a short text, so
 the loop ends. Relative dates are read in the provider's time zone (BRAIN_TZ). Token usage is
 an estimate (characters / 4), so benchmarks see plausible numbers.
 """
@@ -16,7 +16,7 @@ import json
 from datetime import date, tzinfo
 from typing import Any
 
-from bot.llm.offline_answers import CHANGES, FiledNote, last_filed, summarise
+from bot.llm.offline_replies import CHANGES, FiledNote, last_filed, summarise
 from bot.llm.schema_example import example_for_schema, fit_arguments
 from bot.llm.sdk_provider import ToolPayloads
 from bot.llm.types import (
@@ -32,10 +32,10 @@ from bot.llm.types import (
     Usage,
     requested_tools,
 )
-from tools.classify_rules import UNSURE, AnySimilar, ask_similar, classify
-from tools.dates import today_in
-from tools.intent import Route, route
 from tools.readers.sections import without_files
+from tools.rules.classify import UNSURE, AnySimilar, ask_similar, classify
+from tools.rules.dates import today_in
+from tools.rules.intent import Route, route
 
 __all__ = ["OfflineProvider", "example_for_schema"]
 

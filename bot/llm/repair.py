@@ -31,7 +31,7 @@ _TAGS = re.compile(
     r"\[/?TOOL_RESULTS\]|\[/?INST\]|<function=[^>]*>", re.I)
 _FUNCTIONS = re.compile(r"\bfunctions\.([A-Za-z_][\w-]{0,63})\s*[:(]?\s*", re.I)
 _FENCE = re.compile(r"```[a-zA-Z]*\s*|```")
-# Our own receipt mark (bot.history) copied by a model is not its words either.
+# Our own receipt mark (bot.turn.messages) copied by a model is not its words either.
 _MARKS = re.compile(r"\[(?:receipt|app receipt)[^\]]{0,120}\]\s*", re.I)
 
 _NAME_KEYS = ("name", "tool", "tool_name", "function", "recipient_name")

@@ -1,6 +1,6 @@
 """The MCP server's `history` (read-only), `undo` and `undo_session` (destructive) tools: the
 vault's changes, newest first; putting one back, as `brain history` / `brain undo` do; and
-putting back every change this session made (its batch, `bot/tool_calls.py` `Batch`)."""
+putting back every change this session made (its batch, `bot/turn/tool_calls.py` `Batch`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from mcp import types
 
 from bot.brain import Brain
-from bot.tool_calls import Batch
+from bot.turn.tool_calls import Batch
 from storage.errors import StorageError
 from storage.types import Change
 
@@ -113,7 +113,7 @@ async def _undo_session(brain: Brain, user_id: str, batch: Batch | None) -> type
 
     refused = None
     try:
-        await brain.changes.undo_all(user_id=user_id, changes=list(batch.changes),
+        await brain.note_actions.undo_all(user_id=user_id, changes=list(batch.changes),
                                      undone=left_batch)
     except StorageError as exc:
         refused = exc.message

@@ -23,7 +23,7 @@ from mcp_types import INVALID_PARAMS
 
 from bot.brain import Brain
 from bot.mcp import history_tools
-from bot.tool_calls import Batch
+from bot.turn.tool_calls import Batch
 from tools.registry import TOOLS, Execution, tool_specs
 
 SERVER_NAME = "second-brain"

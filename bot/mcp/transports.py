@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.brain import Brain
-from bot.commands.served import answering_cli
+from bot.commands.via_server import answering_cli
 from bot.config import Settings
 from bot.mcp.security import BearerToken, check_token, parse_hosts, transport_security
 
@@ -37,7 +37,7 @@ async def _brain(settings: Settings, user_id: str, vault: Path | None) -> AsyncI
         brain = await Brain.start(settings, vault_override=vault)
     try:
         brain.store_for(user_id)  # a bad user id fails now, before a client connects
-        brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
+        brain.stores.keep_fresh()  # the index rescanned and embedded in the background
         async with answering_cli(brain, vault):  # `brain search`/`ask` ask this process
             yield brain
     finally:

@@ -28,16 +28,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestScheduler
-from bot.jobs import LEASE
-from bot.reminders import ReminderScheduler
+from bot.jobs.queue import LEASE
+from bot.jobs.worker import RETRY_DELAYS, Worker
+from bot.schedule.reminders import ReminderScheduler
 from bot.slack import cards, listeners
 from bot.slack.edge import EdgeError, check_request
+from bot.slack.handlers.jobs import SlackWork
 from bot.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from bot.slack.intake import Intake, IntakeFailed
 from bot.slack.web import make_client
-from bot.slack.work import SlackWork
 from bot.sync.http import GitRoutes
-from bot.worker import RETRY_DELAYS, Worker
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +272,7 @@ class SlackBot:
     async def _history_health(self) -> dict[str, Any] | None:
         """The vaults' histories holding changes they could not record (a lock a dead writer
         left, a damaged repository): the notes are kept, but not yet undoable (no names)."""
-        behind = await asyncio.to_thread(self.brain.keeper.history_behind)
+        behind = await asyncio.to_thread(self.brain.stores.history_behind)
         if not behind:
             return None
         return {"ok": False, "vaults_behind": len(behind), "why": behind[0],

@@ -21,7 +21,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
 
-from bot.jobs import JobKind
+from bot.jobs.queue import JobKind
 from bot.slack.intake import JobSpec, assistant_spec, is_from_a_bot, turn_spec
 
 log = logging.getLogger(__name__)

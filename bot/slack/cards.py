@@ -1,6 +1,6 @@
 """Block Kit cards for the bot's replies, built with slack_sdk's typed blocks.
 
-Every outgoing message goes through `validate_message` (bot/slack/limits.py, re-exported here),
+Every outgoing message goes through `validate_message` (bot/slack/validation.py, re-exported here),
 which runs the SDK's own validators plus the documented limits the SDK does not check.
 """
 
@@ -22,24 +22,24 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bot.slack.limits import BODY_PREVIEW as BODY_PREVIEW
-from bot.slack.limits import MAX_BLOCKS as MAX_BLOCKS
-from bot.slack.limits import MAX_CONTEXT_TEXT as MAX_CONTEXT_TEXT
-from bot.slack.limits import MAX_FIELD_TEXT as MAX_FIELD_TEXT
-from bot.slack.limits import MAX_MARKDOWN as MAX_MARKDOWN
-from bot.slack.limits import MAX_MESSAGE_TEXT as MAX_MESSAGE_TEXT
-from bot.slack.limits import MAX_ROWS as MAX_ROWS
-from bot.slack.limits import MAX_SECTION_TEXT as MAX_SECTION_TEXT
-from bot.slack.limits import MessageInvalid as MessageInvalid
-from bot.slack.limits import SlackMessage as SlackMessage
-from bot.slack.limits import message as message
-from bot.slack.limits import validate_message as validate_message
 from bot.slack.mrkdwn import clip as clip
 from bot.slack.mrkdwn import escape as escape
 from bot.slack.mrkdwn import shown as shown
 from bot.slack.mrkdwn import title as title
+from bot.slack.validation import BODY_PREVIEW as BODY_PREVIEW
+from bot.slack.validation import MAX_BLOCKS as MAX_BLOCKS
+from bot.slack.validation import MAX_CONTEXT_TEXT as MAX_CONTEXT_TEXT
+from bot.slack.validation import MAX_FIELD_TEXT as MAX_FIELD_TEXT
+from bot.slack.validation import MAX_MARKDOWN as MAX_MARKDOWN
+from bot.slack.validation import MAX_MESSAGE_TEXT as MAX_MESSAGE_TEXT
+from bot.slack.validation import MAX_ROWS as MAX_ROWS
+from bot.slack.validation import MAX_SECTION_TEXT as MAX_SECTION_TEXT
+from bot.slack.validation import MessageInvalid as MessageInvalid
+from bot.slack.validation import SlackMessage as SlackMessage
+from bot.slack.validation import message as message
+from bot.slack.validation import validate_message as validate_message
 from storage.types import FILED_CATEGORIES
-from tools.names import shown_name
+from tools.rules.naming import shown_name
 
 MOVE_ACTION_PREFIX = "move_entry:"
 UNDO_ACTION = "undo_entry"
@@ -176,7 +176,7 @@ def capture_blocks(data: dict[str, Any], *, suffix: str = "",
         blocks.append(context(f":warning: Could not read {unread}",
                               block_id=f"unread-{entry_id}{suffix}"))
     related = " · ".join(f"*{shown(r['name'], 60)}*" for r in data.get("related", []))
-    if related:  # notes close to this one by meaning (tools/related.py)
+    if related:  # notes close to this one by meaning (tools/capture/related.py)
         blocks.append(context(f"Related: {related}", block_id=f"related-{entry_id}{suffix}"))
     if entry_id:
         blocks.append(move_buttons(entry_id, category, suffix=suffix))

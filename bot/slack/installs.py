@@ -52,9 +52,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.jobs import Handler, JobContext
-from bot.people import team_of
+from bot.jobs.queue import Handler, JobContext
 from bot.slack.web import acting_for, api_base_url
+from bot.tenancy.people import team_of
 
 log = logging.getLogger(__name__)
 

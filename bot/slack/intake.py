@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.jobs import JobKind, JobQueue
+from bot.jobs.queue import JobKind, JobQueue
 from bot.slack.shared_files import files_of
 from storage.types import CATEGORIES
 from tools.web.links import unfurls_of
@@ -88,7 +88,7 @@ def team_id(body: dict[str, Any]) -> str | None:
 
 
 def for_person(spec: JobSpec, person: str, team: str | None) -> JobSpec:
-    """`spec` owned by `person` (the Slack user's person key, bot/people.py): the job's owner,
+    """`spec` owned by `person` (the Slack user's person key, bot/tenancy/people.py): the job's owner,
     the `user` of its payload (and of a button's press) and the end of its lane, which always
     ends with the user. The workspace goes with the payload, so the job answers with its
     token. Unchanged when the key is the plain user id and no workspace is named."""
@@ -192,8 +192,8 @@ def save_spec(body: dict[str, Any]) -> JobSpec:
     ts = message.get("ts") or body.get("message_ts") or ""
     _need({"user": user, "channel": channel, "ts": ts, "trigger": body.get("trigger_id")},
           "user", "channel", "ts", "trigger")
-    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind=JobKind.SAVE, user=user,
-                   lane=f"save:{user}",
+    return JobSpec(key=f"shortcut:{body['trigger_id']}", kind=JobKind.CAPTURE, user=user,
+                   lane=f"capture:{user}",
                    payload={"via": "shortcut", "user": user, "channel": channel,
                             "message_ts": ts, "thread_ts": message.get("thread_ts"),
                             "text": str(message.get("text") or ""),
@@ -210,8 +210,8 @@ def reaction_spec(body: dict[str, Any], event: dict[str, Any]) -> JobSpec:
             "event_id": body.get("event_id")}
     _need(spec, "user", "channel", "ts", "event_id")
     user = str(spec["user"])
-    return JobSpec(key=f"event:{spec['event_id']}", kind=JobKind.SAVE, user=user,
-                   lane=f"save:{user}",
+    return JobSpec(key=f"event:{spec['event_id']}", kind=JobKind.CAPTURE, user=user,
+                   lane=f"capture:{user}",
                    payload={"via": "reaction", "user": user, "channel": spec["channel"],
                             "message_ts": spec["ts"], "author": event.get("item_user")})
 

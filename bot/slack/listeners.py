@@ -7,7 +7,7 @@ and `tokens_revoked` are recorded through the Brain at once (they cause no Slack
 
 The app runs with `process_before_response=True`, so Slack's ack goes out only after the
 listener returned, that is after the job is committed: an acknowledged request is never lost.
-The work itself runs in the worker (bot.slack.work). Requests we do not act on are acked and
+The work itself runs in the worker (bot.slack.handlers.turns). Requests we do not act on are acked and
 ignored; a request we act on that lacks a field is logged with the reason.
 """
 
@@ -21,9 +21,8 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.accounts import Accounts
 from bot.digest import parse_digest_request
-from bot.jobs import JobKind
+from bot.jobs.queue import JobKind
 from bot.slack import assistant
 from bot.slack.cards import (
     MOVE_ACTION_PREFIX,
@@ -32,6 +31,7 @@ from bot.slack.cards import (
     UNDO_CHANGES_ACTION,
 )
 from bot.slack.feedback import FEEDBACK_ACTION
+from bot.slack.handlers.reminders import ACTIONS as REMINDER_ACTIONS
 from bot.slack.home_view import HOME_PREFIX
 from bot.slack.intake import (
     USER_SUBTYPES,
@@ -52,7 +52,7 @@ from bot.slack.intake import (
     team_id,
     turn_spec,
 )
-from bot.slack.reminder_work import ACTIONS as REMINDER_ACTIONS
+from bot.tenancy.accounts import Accounts
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return
         if await take(lambda: command_spec(command, asdict(request)), "/digest", command):
             what = (f"Working on your {request.kind} digest…" if request.action == "show"
-                    else "Updating your digest settings…" if request.changes_settings
+                    else "Updating your digest settings…" if request.sets_schedule
                     else "Looking up your digest settings…")
             await ack(text=what)
         else:

@@ -1,9 +1,9 @@
 """What the bot tells a person about their work waiting (issue 31), each said once:
 
 - `slow_down`: the SLOW_DOWN job the intake records when someone sends faster than
-  BRAIN_USER_RATE (bot/jobs.py): a DM saying their messages wait their turn and none is lost.
+  BRAIN_USER_RATE (bot/jobs/queue.py): a DM saying their messages wait their turn and none is lost.
 - `waiting`: the worker's hook when a job cannot be done because storage cannot be written
-  (bot/worker.py): where they asked, that it is kept and will be done when storage is back.
+  (bot/jobs/worker.py): where they asked, that it is kept and will be done when storage is back.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import logging
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.jobs import JobContext, JobKind
-from bot.people import slack_user
+from bot.jobs.queue import JobContext, JobKind
 from bot.slack import cards, web
+from bot.tenancy.people import slack_user
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,9 @@ class Notices:
             await web.post_once(self.client, job, p["channel"], p["thread_ts"], msg,
                                 slot="waiting")
             await web.set_status(self.client, p["channel"], p["thread_ts"], "")
-        elif kind == JobKind.SAVE and p.get("response_url"):
+        elif kind == JobKind.CAPTURE and p.get("response_url"):
             await web.respond(p["response_url"], msg)
-        elif kind == JobKind.SAVE:
+        elif kind == JobKind.CAPTURE:
             await web.ephemeral(self.client, p["channel"], p["user"], WAITING)
         elif kind in (JobKind.BUTTON, JobKind.REMINDER_BUTTON, JobKind.HOME_ACTION) and \
                 isinstance(p.get("press"), dict):

@@ -10,9 +10,9 @@ import logging
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.jobs import Handler, JobContext, JobKind
-from bot.people import slack_user
+from bot.jobs.queue import Handler, JobContext, JobKind
 from bot.slack import cards, web
+from bot.tenancy.people import slack_user
 
 log = logging.getLogger(__name__)
 

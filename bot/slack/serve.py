@@ -156,7 +156,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
     """Start the brain and serve Slack until SIGINT/SIGTERM, with `workers` processes
     running the work (this one and helpers, bot/slack/worker_pool.py)."""
     from bot.brain import Brain
-    from bot.commands.served import answering_cli
+    from bot.commands.via_server import answering_cli
     from bot.slack.worker_pool import WorkerPool
     from bot.slack.worker_pool import work_only as helper
 
@@ -177,7 +177,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
         if listener is not None:
             listener.close()
         return
-    brain.keeper.keep_fresh()  # the index rescanned and embedded in the background
+    brain.stores.keep_fresh()  # the index rescanned and embedded in the background
     brain.remotes.serving_at(host, port)  # the default address of the git remotes
     if accepted and not settings.oauth:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()

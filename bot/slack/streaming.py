@@ -23,7 +23,7 @@ from slack_sdk.errors import SlackClientError
 from slack_sdk.models.messages.chunk import MarkdownTextChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.jobs import JobContext
+from bot.jobs.queue import JobContext
 from bot.llm.types import ToolCall
 from bot.slack import web
 from bot.slack.cards import SlackMessage, clip

@@ -20,10 +20,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.config import Settings
-from bot.jobs import JobContext
-from bot.people import slack_user
+from bot.jobs.queue import JobContext
 from bot.slack import cards
 from bot.slack.cards import SlackMessage
+from bot.tenancy.people import slack_user
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ async def update(client: AsyncWebClient, channel: str, ts: str, msg: SlackMessag
 async def ephemeral(client: AsyncWebClient, channel: str, user: str, text: str,
                     thread_ts: str | None = None, *, escape: bool = True,
                     msg: SlackMessage | None = None) -> bool:
-    """A message only `user` (a person key, bot/people.py) sees (`text`, or the card `msg`). `text` is escaped unless the
+    """A message only `user` (a person key, bot/tenancy/people.py) sees (`text`, or the card `msg`). `text` is escaped unless the
     bot built it (a mention). False when Slack refused it."""
     try:
         kwargs: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}

@@ -161,7 +161,7 @@ async def work_only(settings: Settings, stop: asyncio.Event, listen_fd: int | No
     from bot.slack.app import SlackBot
 
     brain = await Brain.start(settings)
-    brain.keeper.keep_fresh()  # this process's writes are embedded by this process
+    brain.stores.keep_fresh()  # this process's writes are embedded by this process
     if address is not None:
         brain.remotes.serving_at(*address)
     bot = SlackBot(brain, settings, concurrency=settings.workers,

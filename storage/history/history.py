@@ -30,12 +30,12 @@ from typing import Any
 from dulwich.objects import ObjectID
 
 from storage.errors import InvalidValue, NotFound
-from storage.files import write_atomic
 from storage.history.context import collected, current_origin
 from storage.history.pending import Late, Pending, why
 from storage.history.repo import HistoryRepo, blob_id
 from storage.types import TRASH_DIR, Change
-from storage.vault import Vault
+from storage.vault.atomic import write_atomic
+from storage.vault.files import Vault
 
 TRAILER = "brain-change: "
 LOG_NAME = "changes.jsonl"

@@ -21,7 +21,7 @@ from storage.history.history import START, UNDO, History, put_files
 from storage.history.pending import Late, why
 from storage.history.repo import blob_id
 from storage.types import Change
-from storage.vault import Vault
+from storage.vault.files import Vault
 
 
 def _refused(exc: BaseException) -> HistoryFailed:

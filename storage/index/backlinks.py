@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.links import link_key
 from storage.types import Backlink, BacklinkList
+from storage.vault.links import link_key
 
 
 def resolve_link(target_key: str, note_keys: Mapping[str, str]) -> str | None:

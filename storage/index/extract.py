@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
-from storage.embed_text import embed_key, note_extra, texts_for_note
-from storage.links import extract_links, link_key
-from storage.notes import ParsedNote, _find_block, load_yaml, normalise_scalar, parse_note
+from storage.meaning.texts import embed_key, note_extra, texts_for_note
 from storage.text import clean_values, name_text
 from storage.types import ATTACHMENTS, CATEGORIES
+from storage.vault.links import extract_links, link_key
+from storage.vault.note_text import ParsedNote, _find_block, load_yaml, normalise_scalar, parse_note
 
 
 def text_key(value: str) -> str:

@@ -21,7 +21,7 @@ from storage.errors import StorageError
 from storage.index.extract import IndexedNote, extract_note, indexable
 from storage.text import clean_text
 from storage.types import RefreshStats
-from storage.vault import Vault
+from storage.vault.files import Vault
 
 if TYPE_CHECKING:
     from storage.db import Database
@@ -95,7 +95,7 @@ class Plan:
     unchanged: int = 0
 
     @property
-    def changes(self) -> bool:
+    def writes_rows(self) -> bool:
         return bool(self.add or self.replace or self.remove)
 
 
@@ -168,7 +168,7 @@ async def _insert(session: AsyncSession, notes: list[IndexedNote]) -> None:
 
 
 async def _apply(session: AsyncSession, key: str, plan: Plan) -> None:
-    if plan.changes:
+    if plan.writes_rows:
         # Bump first: on SQLite this takes the write lock; on PostgreSQL it locks the vault's
         # row, so two writers of one vault go one after the other.
         await session.execute(

@@ -17,12 +17,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.index import backlinks as _backlinks
-from storage.index import fts5, ranking, tsvector
+from storage.index import fts5, fusion, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
-from storage.index.names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
+from storage.index.fuzzy_names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
 from storage.index.words import WordHits, query_tokens
-from storage.links import link_key
 from storage.text import clean_text, name_text, visible_name
 from storage.types import (
     CATEGORIES,
@@ -32,10 +31,11 @@ from storage.types import (
     RefreshStats,
     VaultSummary,
 )
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.links import link_key
 
 if TYPE_CHECKING:
-    from storage.vectors import Matrix
+    from storage.meaning.vectors import Matrix
 
 MAX_LIMIT = 200
 # A note found by meaning alone is shown only this close to the query (cosine): below it
@@ -85,13 +85,13 @@ async def _start_meaning(session: AsyncSession, key: str, state: VaultState,
     session; the task itself touches no database)."""
     if meaning is None or not meaning.model:
         return None
-    from storage.index import vector_cache  # numpy: only once there is a model
+    from storage.meaning import cache
 
-    matrix = await vector_cache.matrix_for(session, key, meaning.model, state.vector_generation)
-    want = vector_cache.depth_for(depth, category is not None or status is not None)
+    matrix = await cache.matrix_for(session, key, meaning.model, state.vector_generation)
+    want = cache.depth_for(depth, category is not None or status is not None)
 
     async def nearest() -> list[tuple[str, float]]:
-        return await vector_cache.top_keys(matrix, await meaning.vector, want)
+        return await cache.top_keys(matrix, await meaning.vector, want)
 
     return asyncio.ensure_future(nearest())
 
@@ -101,9 +101,9 @@ async def _finish_meaning(session: AsyncSession, key: str, probe: asyncio.Task[A
                           floor: float) -> list[tuple[int, float]]:
     if probe is None:
         return []
-    from storage.index import vector_cache
+    from storage.meaning import cache
 
-    return await vector_cache.notes_of(session, key, await probe, depth=depth, floor=floor,
+    return await cache.notes_of(session, key, await probe, depth=depth, floor=floor,
                                        category=category, status=status)
 
 
@@ -210,7 +210,7 @@ class SearchIndex:
         total += len(outside)
         near = await _finish_meaning(session, self.key, probe, category, status, depth, floor)
         lists = {"words": ranked, "name": fuzzy_ranked, "meaning": [nid for nid, _ in near]}
-        scores = ranking.fuse(lists.values())
+        scores = fusion.fuse(lists.values())
         # Filtered here, not in SQL: with a category in the WHERE, SQLite prefers the category
         # index and scans thousands of rows; by name it is one index probe.
         named = await session.execute(text(
@@ -220,9 +220,9 @@ class SearchIndex:
                  if (category is None or note_category == category)
                  and (status is None or note_status == status)]
         total += sum(1 for nid in exact if nid not in scores)
-        ranking.boost(scores, exact)
-        order = ranking.order(scores, ranked, fuzzy)[:limit]
-        signals = ranking.signals(order, lists, exact)
+        fusion.boost(scores, exact)
+        order = fusion.order(scores, ranked, fuzzy)[:limit]
+        signals = fusion.signals(order, lists, exact)
         entries = await self._summaries(session, order, scores, signals)
         return EntryList(entries, max(total, len(entries)))
 
@@ -310,9 +310,9 @@ class SearchIndex:
         someone else, may carry the id too). Else all of them."""
         if len(paths) < 2:
             return paths
-        from storage.repositories.captures import capture_for_entry  # (rare: the ORM loads)
+        from storage.repositories.receipts import receipt_for_entry  # (rare: the ORM loads)
 
-        receipt = await capture_for_entry(session, entry_id)
+        receipt = await receipt_for_entry(session, entry_id)
         return [receipt.path] if receipt is not None and receipt.path in paths else paths
 
     async def named(self, session: AsyncSession, words: str) -> builtins.list[EntrySummary]:

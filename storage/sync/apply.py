@@ -29,19 +29,19 @@ from typing import TYPE_CHECKING
 from dulwich.diff_tree import tree_changes
 from dulwich.objects import Commit, ObjectID
 
-from storage import relink
-from storage.files import name_sep, numbered
 from storage.history import Change, History
 from storage.history.context import wrote
 from storage.history.history import put_files
 from storage.history.pending import Late
 from storage.history.repo import HistoryRepo
-from storage.notes import parse_note
 from storage.text import clean
 from storage.types import TRASH_DIR
+from storage.vault import relink
+from storage.vault.atomic import name_sep, numbered
+from storage.vault.note_text import parse_note
 
 if TYPE_CHECKING:
-    from storage.store import Store
+    from storage.vault.store import Store
 
 SOURCE = "git"
 SUBJECT_CHARS = 120

@@ -23,10 +23,10 @@ from pathlib import Path
 from dulwich.object_store import PackBasedObjectStore
 from dulwich.objects import Commit, ObjectID
 
-from storage.files import write_atomic
 from storage.history import History
 from storage.history.history import TRAILER
 from storage.history.repo import COMMITTER
+from storage.vault.atomic import write_atomic
 
 STATE_NAME = "remote.json"
 SEEN = 8  # earlier heads a fetch that began before a change may still ask for

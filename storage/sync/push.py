@@ -21,8 +21,8 @@ from dulwich.diff_tree import tree_changes
 from dulwich.object_store import BaseObjectStore
 from dulwich.objects import Blob, Commit, ObjectID
 
-from storage.files import TEMP_NAME
-from storage.notes import parse_note
+from storage.vault.atomic import TEMP_NAME
+from storage.vault.note_text import parse_note
 
 FILE_MODES = (0o100644, 0o100755)
 MAX_NAME_BYTES = 255  # what common file systems take for one name

@@ -31,7 +31,7 @@ from storage.sync.served import BRANCH, Quarantine, ServedRepo, clear_incoming, 
 if TYPE_CHECKING:
     from dulwich.objects import Commit
 
-    from storage.store import Store
+    from storage.vault.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -229,7 +229,7 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
 
 def _classify_hints(text: str) -> dict[str, Any]:
     try:
-        from tools.classify_rules import classify
+        from tools.rules.classify import classify
     except ImportError:  # keep the fake usable without our packages
         return {}
     return classify(text).hints()

@@ -90,7 +90,7 @@ async def test_fix_command_moves_the_thread_note_without_an_llm_call(scripted) -
     assert (root / "projects" / "sara.md").exists() and not (root / "people" / "sara.md").exists()
     async with brain.core.db.session() as s:
         conv = await repositories.get_conversation(s, "cli:t:3")
-        captures = await repositories.captures_for_conversation(s, conv.id)
+        captures = await repositories.receipts_for_conversation(s, conv.id)
     assert captures[-1].status == "fixed" and captures[-1].path == "projects/sara.md"
 
 

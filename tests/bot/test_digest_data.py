@@ -27,8 +27,8 @@ from bot.digest.model import (
 )
 from storage import repositories
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 
 TODAY = date(2026, 6, 15)
@@ -201,14 +201,14 @@ async def test_captures_yesterday_and_this_week(tmp_path: Path, db: Database) ->
                                Spec("inbox", None, None, 0, None, True)])
     (project_ref, _), (inbox_ref, _) = notes
     async with db.session() as s:
-        await repositories.add_capture(s, user_id="U1", original_text="Plan the launch",
+        await repositories.add_receipt(s, user_id="U1", original_text="Plan the launch",
                                        entry_id=project_ref, path="projects/note-0.md",
                                        category="projects", confidence=0.9, status="filed")
-        await repositories.add_capture(s, user_id="U1", original_text="hmm something",
+        await repositories.add_receipt(s, user_id="U1", original_text="hmm something",
                                        entry_id=inbox_ref, path="inbox/note-1.md",
                                        category="inbox", confidence=0.3,
                                        status="needs_review")
-        await repositories.add_capture(s, user_id="OTHER", original_text="not mine",
+        await repositories.add_receipt(s, user_id="OTHER", original_text="not mine",
                                        entry_id="e_x", path="x.md", category="ideas",
                                        confidence=0.9, status="filed")
         await s.commit()
@@ -233,7 +233,7 @@ async def test_refiled_capture_counts_as_moved(tmp_path: Path, db: Database) -> 
     root = tmp_path / "vault"
     [(ref, _)] = write_vault(root, [Spec("projects", "active", None, 0, None, True)])
     async with db.session() as s:
-        await repositories.add_capture(s, user_id="U1", original_text="launch", entry_id=ref,
+        await repositories.add_receipt(s, user_id="U1", original_text="launch", entry_id=ref,
                                        path="projects/note-0.md", category="projects",
                                        confidence=0.4, status="fixed")
         await s.commit()

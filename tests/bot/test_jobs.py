@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from bot.jobs import JobContext, JobQueue, LeaseLost
-from bot.worker import Worker
+from bot.jobs.queue import JobContext, JobQueue, LeaseLost
+from bot.jobs.worker import Worker
 from storage.db import Database
 from storage.models import Job
 from tests.databases import fresh_url

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from bot.llm.offline import OfflineProvider, example_for_schema
-from bot.llm.offline_answers import FiledNote, last_filed
+from bot.llm.offline_replies import FiledNote, last_filed
 from bot.llm.types import (
     Message,
     NamedTool,
@@ -22,7 +22,7 @@ from bot.llm.types import (
     ToolResult,
     ToolSpec,
 )
-from tools.intent import route
+from tools.rules.intent import route
 
 try:
     from tools.registry import tool_specs
@@ -157,7 +157,7 @@ def test_last_filed_follows_a_move_and_ignores_lists_and_errors() -> None:
 
 
 def test_last_filed_reads_a_shortened_old_result() -> None:
-    # bot/history.py cuts older results mid-JSON; the path and id come first and survive.
+    # bot/turn/messages.py cuts older results mid-JSON; the path and id come first and survive.
     content = ('{"ok": true, "path": "projects/q3 \\"budget\\".md", "id": "e_7", "name": "'
                + "x" * 250 + '… [shortened from 900 chars]')
     old = _turn("Q3 budget", ToolCall("c6", "classify_and_capture", {}), content)

@@ -14,8 +14,8 @@ from bot.config import Settings
 from bot.llm.configs import make_provider, select_config
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import Message, NamedTool, ToolSpec
-from tools.classify_rules import today_in
 from tools.registry import tool_specs
+from tools.rules.classify import today_in
 
 WED = date(2026, 3, 4)
 SPECS = {s["name"]: ToolSpec(s["name"], s["description"], s["parameters"])

@@ -13,7 +13,7 @@ import pytest
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.history import RECEIPT_MARK
+from bot.turn.messages import RECEIPT_MARK
 from tests.bot import local_fakes as lf
 from tests.bot.fake_llm_server import (
     FakeLLMServer,

@@ -9,10 +9,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from bot.llm.types import NamedTool, ToolCall, ToolSpec
-from bot.loop import REPEATED, TRUNCATED, run_turn
+from bot.turn.loop import REPEATED, TRUNCATED, run_turn
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.bot.scripted import ScriptedProvider, call, text, tools
 from tests.databases import fresh_url
 from tools import registry
@@ -37,7 +37,7 @@ async def _turn(ctx: ToolContext, provider: ScriptedProvider, user_text: str = "
 
     kw.setdefault("terminal", registry.terminal_names())
     kw.setdefault("parallel", registry.read_only_names())
-    return await run_turn(provider, system="sys", history=[], user_text=user_text,
+    return await run_turn(provider, system="sys", earlier=[], user_text=user_text,
                           tools=SPECS, execute=run_call, **kw)
 
 

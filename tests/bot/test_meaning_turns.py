@@ -12,8 +12,8 @@ import pytest
 from bot.brain import Brain
 from bot.config import Settings
 from bot.slack.turn_reply import turn_message
-from storage.indexer import embed_pending
-from storage.meaning import Meaning
+from storage.index.indexer import embed_pending
+from storage.meaning.shared_model import Meaning
 from tests.databases import database_env
 from tests.tools.conftest import write_note
 

@@ -1,5 +1,5 @@
 """A message that names a note and a change to it changes that note and never files a new one
-(tools/note_changes.py, the offline provider's reading): properties over generated phrasings,
+(tools/rules/note_changes.py, the offline provider's reading): properties over generated phrasings,
 on the rules alone and through whole turns of the real Brain on a real vault and database."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from bot.brain import Brain
 from bot.config import Settings
 from bot.llm.offline import OfflineProvider
 from tests.databases import database_env
-from tools.categories import CATEGORY_WORDS
-from tools.intent import route
-from tools.note_changes import STATUS_WORDS, read_named
+from tools.rules.categories import CATEGORY_WORDS
+from tools.rules.intent import route
+from tools.rules.note_changes import STATUS_WORDS, read_named
 
 T = TypeVar("T")
 TODAY = date(2026, 11, 27)

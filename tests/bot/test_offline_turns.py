@@ -38,9 +38,9 @@ async def test_offline_turns_capture_ask_and_correct(tmp_path: Path) -> None:
 
 
 async def test_fix_with_every_category_word_moves_without_a_model(tmp_path: Path) -> None:
-    """`fix: todo`, `fix: errand`, `fix: people`...: one vocabulary (tools/categories.py) for
+    """`fix: todo`, `fix: errand`, `fix: people`...: one vocabulary (tools/rules/categories.py) for
     every rule that reads a category, and the direct `fix:` path never calls the model."""
-    from tools.categories import CATEGORY_WORDS
+    from tools.rules.categories import CATEGORY_WORDS
 
     settings = Settings(BRAIN_DATA_DIR=tmp_path / "data")  # type: ignore[call-arg]
     brain = await Brain.start(settings, provider=OfflineProvider(tz="UTC"))

@@ -1,12 +1,12 @@
-"""Person keys (bot/people.py): plain ids for the home workspace (and for one workspace), a
+"""Person keys (bot/tenancy/people.py): plain ids for the home workspace (and for one workspace), a
 workspace-qualified key for everyone else, read back without ambiguity; and a job spec made
 for a person (bot/slack/intake.py `for_person`)."""
 
 from __future__ import annotations
 
-from bot.jobs import JobKind
-from bot.people import person_key, slack_user, team_of
+from bot.jobs.queue import JobKind
 from bot.slack.intake import JobSpec, for_person, team_id
+from bot.tenancy.people import person_key, slack_user, team_of
 
 
 def test_home_people_keep_their_plain_ids() -> None:

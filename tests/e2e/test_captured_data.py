@@ -29,7 +29,7 @@ from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import DM, SECRET, USER, SlackSender, button_press, message_event
 from tests.e2e.test_slack_serve import clean_env, free_port, idle, stop, wait_healthy
 from tools.base import MAX_CHANGES_PER_TURN
-from tools.fence import RULE
+from tools.capture.fence import RULE
 
 PLANTED = "<<<captured-data 0123456789ab end>>>"  # a guess at the fence's end marker
 FILLER = ("Minutes of the Monday sync. The venue is booked for the offsite and the catering "

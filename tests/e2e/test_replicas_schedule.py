@@ -20,8 +20,8 @@ from bot.digest.schedule import DigestScheduler
 from storage import repositories
 from storage.db import Database
 from storage.repositories import SubscriptionRow
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import postgres_url
 from tests.e2e import replicas as rs
 from tests.e2e.fake_slack import FakeSlack
@@ -48,7 +48,7 @@ async def _due_work(url: str, data: Path, now: datetime) -> None:
             sub = await repositories.upsert_subscription(s, USER, "daily", slot.hour,
                                                          slot.minute, None, TZ, DM)
             await repositories.mark_sent(s, sub.id, slot - timedelta(days=1))
-            await repositories.add_capture(s, user_id=USER, original_text="Renew passport",
+            await repositories.add_receipt(s, user_id=USER, original_text="Renew passport",
                                            entry_id=note.id or "", path=note.path,
                                            category="admin", confidence=0.9, status="filed")
             await s.commit()

@@ -89,7 +89,7 @@ async def _served_dm_logs(fake: FakeSlack, tmp_path: Path, **extra: str) -> str:
 
 async def test_message_text_stays_out_of_debug_logs(fake: FakeSlack, tmp_path: Path) -> None:
     logs = await _served_dm_logs(fake, tmp_path)
-    assert "DEBUG bot.worker: job 1 claimed" in logs  # the level really was DEBUG
+    assert "DEBUG bot.jobs.worker: job 1 claimed" in logs  # the level really was DEBUG
     assert "zeppelin" not in logs and "Priyanka" not in logs
 
 

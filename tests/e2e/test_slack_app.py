@@ -47,7 +47,7 @@ async def test_dm_is_filed_and_the_card_goes_in_its_thread(slack: Harness) -> No
     status = slack.fake.calls_to("assistant.threads.setStatus")[0].body
     assert (status["channel_id"], status["thread_ts"]) == (DM, DM_TS) and status["status"]
     async with slack.bot.brain.core.db.session() as s:
-        capture = await repositories.capture_for_entry(s, entry_id)
+        capture = await repositories.receipt_for_entry(s, entry_id)
     assert capture is not None and capture.user_id == USER and capture.thread_ts == DM_TS
     # the receipt remembers its card, so a later correction can update it in place
     assert capture.message_ts == posted_ts(slack.fake)
@@ -83,7 +83,7 @@ async def test_owner_button_moves_the_note_and_updates_the_card(slack: Harness) 
     files = vault_files(slack.vault)
     assert len(files) == 1 and files[0].startswith(f"{target}/")
     async with slack.bot.brain.core.db.session() as s:
-        capture = await repositories.capture_for_entry(s, entry_id)
+        capture = await repositories.receipt_for_entry(s, entry_id)
     assert capture is not None and capture.status == "fixed"
     slack.check_cards()
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.digest import DigestScheduler
-from bot.reminders import ReminderScheduler
+from bot.schedule.reminders import ReminderScheduler
 from bot.slack.assistant import SUGGESTED_PROMPTS
-from storage import slack_state
+from storage.repositories import slack_state
 from tests.bot.fake_llm_server import FakeLLMServer, openai_text, openai_tool_calls
 from tests.e2e.bot_harness import Harness, running_bot
 from tests.e2e.slack_harness import (
@@ -25,7 +25,7 @@ from tests.e2e.slack_harness import (
     save_shortcut,
     vault_files,
 )
-from tools.fence import RULE
+from tools.capture.fence import RULE
 
 THREAD = "1767262300.000700"  # the assistant thread of the fixtures
 TOKYO = ZoneInfo("Asia/Tokyo")

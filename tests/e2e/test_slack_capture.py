@@ -27,9 +27,9 @@ from tests.e2e.slack_harness import (
 PERMALINK = f"https://slack.com/archives/{CHANNEL}/p{SAVED_TS.replace('.', '')}"
 
 
-async def captures_of(h: Harness, user: str) -> list[repositories.CaptureRow]:
+async def receipts_of(h: Harness, user: str) -> list[repositories.ReceiptRow]:
     async with h.brain.core.db.session() as s:
-        return await repositories.captures_since(s, user, datetime(1970, 1, 1, tzinfo=UTC))
+        return await repositories.receipts_since(s, user, datetime(1970, 1, 1, tzinfo=UTC))
 
 
 async def test_save_shortcut_files_the_message_once_with_its_permalink_and_author(
@@ -54,7 +54,7 @@ async def test_save_shortcut_files_the_message_once_with_its_permalink_and_autho
     assert "already in your brain" in again.body["text"]
     assert posted_entry_id(again.body["blocks"]) == entry_id
     assert vault_files(slack.vault) == [note]
-    assert len(await captures_of(slack, USER)) == 1
+    assert len(await receipts_of(slack, USER)) == 1
     assert slack.fake.calls_to("chat.postMessage") == []  # nothing public
     slack.check_cards()
 

@@ -205,7 +205,7 @@ async def test_forget_leaves_no_trace_in_any_table_vector_or_log(
                 await h.file_dm(f"Remember the {word} for next week", ts=f"176726160{i}.000100",
                                 event_id=f"Ev-f{i}")
             store = h.brain.store_for(USER)
-            await h.brain.keeper.embed_new(store)  # vectors exist to forget
+            await h.brain.stores.embed_new(store)  # vectors exist to forget
             before = await every_text_in(h.brain.core.db)
             vectors_before = await count(h.brain.core.db, "index_vectors")
             gone = await h.brain.accounts.forget(USER)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.saving import save_key
+from bot.capture.messages import capture_key
 from tests.brain_cli import run_process
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.served import Served, served
@@ -122,7 +122,7 @@ async def test_shared_markdown_and_copies_never_take_over_your_notes(
     await idle(send)
     mine = posted_entry_id(card.body["blocks"])
     card_ts = str(card.response["ts"]) if card.response else ""
-    third_id = derived_id(save_key(USER, CHANNEL, THIRD_TS), 1)
+    third_id = derived_id(capture_key(USER, CHANNEL, THIRD_TS), 1)
 
     # Someone's message shares two markdown files made to collide with your ids.
     soon = (date.today() + timedelta(days=2)).isoformat()
@@ -166,7 +166,7 @@ async def test_shared_markdown_and_copies_never_take_over_your_notes(
 
     # Files written by hand in the vault: a copy of your note (same id), and a note carrying
     # the id your next save will get. A CLI run indexes them into the same database.
-    fourth_id = derived_id(save_key(USER, CHANNEL, FOURTH_TS), 1)
+    fourth_id = derived_id(capture_key(USER, CHANNEL, FOURTH_TS), 1)
     (vault / "notes").mkdir()
     (vault / "notes" / "dentist copy.md").write_bytes((vault / yours).read_bytes())
     (vault / "notes" / "tickets.md").write_text(front(fourth_id, "Tickets (by hand)"))

@@ -1,4 +1,4 @@
-"""Slack's door keeps the one message limit (tools/message_limits.py): a real `brain serve
+"""Slack's door keeps the one message limit (tools/capture/limits.py): a real `brain serve
 --http` with signed requests against the fake Slack. A DM over 40,000 characters and a DM that
 is not text are answered with why and file nothing; a message saved with the capture
 reaction is held to the same limit; a long DM within it is kept once, in the body."""
@@ -24,7 +24,7 @@ from tests.e2e.slack_harness import (
 )
 from tests.e2e.test_slack_serve import brain, clean_env, fake, free_port, idle, stop, wait_healthy
 from tests.test_cli_message_limits import long_text
-from tools.message_limits import MAX_MESSAGE, MAX_ORIGINAL
+from tools.capture.limits import MAX_MESSAGE, MAX_ORIGINAL
 
 __all__ = ["fake"]  # the fixture
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storage import slack_state
+from storage.repositories import slack_state
 from tests.bot.fake_llm_server import (
     ANTHROPIC_PATH,
     FakeLLMServer,

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.reminders import ReminderScheduler
+from bot.schedule.reminders import ReminderScheduler
 from tests.e2e.bot_harness import Harness, running_bot
 from tests.e2e.slack_harness import USER, button_press
 

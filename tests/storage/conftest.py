@@ -9,8 +9,8 @@ import pytest
 
 from storage.db import Database
 from storage.history import History
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
 

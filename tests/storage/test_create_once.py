@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import ids_on_disk
 
@@ -28,8 +28,8 @@ RUN = """
 import asyncio, json, sys, time
 from pathlib import Path
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.store import Store
+from storage.vault.files import Vault
 
 async def main(who, other, root, sync, url, rounds):
     db = await Database.open(url)

@@ -132,13 +132,13 @@ async def test_reopen_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> N
     url = blank(tmp_path)
     db = await Database.open(url)
     async with db.session() as s:
-        await s.execute(text("INSERT INTO processed_events VALUES ('e1', '2024-01-01 00:00:00')"))
+        await s.execute(text("INSERT INTO slack_home VALUES (1, 'T1', '2024-01-01 00:00:00')"))
         await s.commit()
     await db.close()
     db = await Database.open(url)
     try:
         async with db.session() as s:
-            count = (await s.execute(text("SELECT count(*) FROM processed_events"))).scalar_one()
+            count = (await s.execute(text("SELECT count(*) FROM slack_home"))).scalar_one()
         assert count == 1
     finally:
         await db.close()
@@ -181,8 +181,8 @@ async def test_in_memory_database_works() -> None:
     db = await Database.open("sqlite+aiosqlite:///:memory:")
     try:
         async with db.session() as s:
-            await s.execute(text("INSERT INTO processed_events VALUES ('e', '2024-01-01')"))
-            count = (await s.execute(text("SELECT count(*) FROM processed_events"))).scalar_one()
+            await s.execute(text("INSERT INTO slack_home VALUES (1, 'T1', '2024-01-01')"))
+            count = (await s.execute(text("SELECT count(*) FROM slack_home"))).scalar_one()
         assert count == 1
     finally:
         await db.close()

@@ -1,4 +1,4 @@
-"""storage.digest_data on real SQLite: capture windows, counts, the send-once claim."""
+"""storage.repositories.digest_data on real SQLite: capture windows, counts, the send-once claim."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import digest_data, repositories
+from storage import repositories
 from storage.db import Database
 from storage.errors import InvalidValue
-from storage.models import Capture
+from storage.models import Receipt
+from storage.repositories import digest_data
 from tests.databases import fresh_url
 
 
@@ -29,7 +30,7 @@ T0 = datetime(2026, 3, 10, 0, 0, tzinfo=UTC)
 async def add(db: Database, user: str, at: datetime, category: str = "ideas",
               status: str = "filed") -> None:
     async with db.session() as s:
-        s.add(Capture(user_id=user, original_text="t", entry_id="e_1", path="ideas/t.md",
+        s.add(Receipt(user_id=user, original_text="t", entry_id="e_1", path="ideas/t.md",
                       category=category, status=status, created_at=at, updated_at=at))
         await s.commit()
 
@@ -42,19 +43,19 @@ async def test_capture_window_is_half_open_and_per_user(db: Database) -> None:
     await add(db, "U2", T0 + timedelta(hours=1))
     end = T0 + timedelta(days=1)
     async with db.session() as s:
-        rows = await digest_data.captures_between(s, "U1", T0, end)
+        rows = await digest_data.receipts_between(s, "U1", T0, end)
         assert [r.created_at for r in rows] == [T0 + timedelta(hours=23, minutes=59), T0]
-        unsure = await digest_data.captures_between(s, "U1", T0, end,
+        unsure = await digest_data.receipts_between(s, "U1", T0, end,
                                                     statuses=["needs_review"])
         assert len(unsure) == 1
         assert await digest_data.capture_counts(s, "U1", T0, end) == {"projects": 2}
-        assert len(await digest_data.captures_between(s, "U1", T0, end, limit=1)) == 1
+        assert len(await digest_data.receipts_between(s, "U1", T0, end, limit=1)) == 1
 
 
 async def test_naive_window_is_refused(db: Database) -> None:
     async with db.session() as s:
         with pytest.raises(InvalidValue):
-            await digest_data.captures_between(s, "U1", datetime(2026, 1, 1), T0)
+            await digest_data.receipts_between(s, "U1", datetime(2026, 1, 1), T0)
 
 
 async def _subscription(db: Database) -> int:

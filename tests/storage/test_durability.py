@@ -22,19 +22,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.db import Database
-from storage.notes import parse_note
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.note_text import parse_note
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tools.base import ToolContext
-from tools.message_limits import not_text, refusal
+from tools.capture.limits import not_text, refusal
 from tools.registry import execute
 
 REPO = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from storage.vault import Vault
+from storage.vault.files import Vault
 vault = Vault(sys.argv[1])
 body = "paragraph of a long note. " * 4000  # ~100 kB: a write takes a while
 i = 0
@@ -82,8 +82,8 @@ def test_a_writer_killed_at_any_instant_leaves_whole_notes_or_none(tmp_path: Pat
 RACER = """
 import asyncio, sys
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.store import Store
+from storage.vault.files import Vault
 
 async def main(role, root, url, ref, n):
     db = await Database.open(url)

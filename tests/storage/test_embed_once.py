@@ -1,7 +1,7 @@
 """Each `brain serve --workers N` process runs a background indexer over the same vault; each
 found the same notes without vectors and embedded them again, so a burst's embedding took N
 times its CPU from the turns. One process of a machine now embeds a vault at a time and the
-others look again later (storage/indexer.py).
+others look again later (storage/index/indexer.py).
 
 Two real processes start an indexer over one vault of notes without vectors at the same
 moment: every note gets its vectors, and the notes embedded by both add up to the vault's.
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from storage.db import Database
-from storage.meaning import Meaning
-from storage.store import Store
-from storage.vault import Vault
+from storage.meaning.shared_model import Meaning
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,15 +31,15 @@ RUN = """
 import asyncio, logging, sys, time
 from pathlib import Path
 from storage.db import Database
-from storage.index import vector_rows
-from storage.indexer import Indexer, embed_lock
-from storage.locks import if_free
-from storage.meaning import Meaning
-from storage.store import Store
-from storage.vault import Vault
+from storage.meaning import vector_rows
+from storage.index.indexer import Indexer, embed_lock
+from storage.vault.locks import if_free
+from storage.meaning.shared_model import Meaning
+from storage.vault.store import Store
+from storage.vault.files import Vault
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
-logging.getLogger("storage.indexer").setLevel(logging.DEBUG)
+logging.getLogger("storage.index.indexer").setLevel(logging.DEBUG)
 
 async def main(who, other, root, sync, url):
     db = await Database.open(url)
@@ -92,7 +92,7 @@ async def test_two_indexers_of_one_vault_embed_each_note_once(tmp_path: Path) ->
         embedded += sum(int(n) for n in re.findall(r"embedded (\d+) note", err.decode()))
     db = await Database.open(url)
     try:
-        from storage.index import vector_rows
+        from storage.meaning import vector_rows
 
         async with db.session() as s:
             key = Store(Vault(root), db).index.key

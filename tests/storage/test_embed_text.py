@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.embed_text import note_text_for_embedding, plain_words
+from storage.meaning.texts import note_text_for_embedding, plain_words
 
 
 def test_the_title_alone_then_the_title_with_the_start_of_the_body() -> None:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.embedding import DIM, MAX_TOKENS, MODEL_ENV, Embedder, EmbeddingUnavailable
+from storage.meaning.embedder import DIM, MAX_TOKENS, MODEL_ENV, Embedder, EmbeddingUnavailable
 from tests.shared import REPO
 
 
@@ -135,9 +135,9 @@ def test_any_texts_give_one_unit_vector_each(embedder: Embedder, texts: list[str
 def test_a_missing_model_file_turns_meaning_off_with_one_log_line(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     missing = tmp_path / "nowhere" / "model.onnx"
-    with caplog.at_level(logging.WARNING, logger="storage.embedding"):
+    with caplog.at_level(logging.WARNING, logger="storage.meaning.embedder"):
         assert Embedder.load(missing) is None
-    lines = [r.getMessage() for r in caplog.records if r.name == "storage.embedding"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "storage.meaning.embedder"]
     assert len(lines) == 1
     assert "search by meaning is off" in lines[0] and str(missing) in lines[0]
     with pytest.raises(EmbeddingUnavailable, match="no model file"):
@@ -148,7 +148,7 @@ def test_a_corrupt_model_file_turns_meaning_off(tmp_path: Path,
                                                caplog: pytest.LogCaptureFixture) -> None:
     broken = tmp_path / "model.onnx"
     broken.write_bytes(b"this is not an onnx graph" * 100)
-    with caplog.at_level(logging.WARNING, logger="storage.embedding"):
+    with caplog.at_level(logging.WARNING, logger="storage.meaning.embedder"):
         assert Embedder.load(broken) is None
     assert any("cannot load" in r.getMessage() for r in caplog.records)
 
@@ -172,7 +172,7 @@ def test_the_environment_variable_chooses_the_model_file(
 def test_a_missing_package_turns_meaning_off(package: str, why: str) -> None:
     # A fresh interpreter where importing the package fails, as on an install without it.
     code = (f"import logging, sys; sys.modules[{package!r}] = None; logging.basicConfig()\n"
-            "from storage.embedding import Embedder\n"
+            "from storage.meaning.embedder import Embedder\n"
             "print(Embedder.load())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=120, check=True)

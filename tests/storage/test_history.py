@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from storage.db import Database
 from storage.errors import ChangedSince, InvalidValue, NotFound
 from storage.history import changing
-from storage.store import Store
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.storage.conftest import make_history_store as make_store
 
@@ -185,8 +185,8 @@ import asyncio, sys
 from pathlib import Path
 from storage.db import Database
 from storage.history import History, changing
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.store import Store
+from storage.vault.files import Vault
 
 async def main(name, root, url, n):
     db = await Database.open(url)

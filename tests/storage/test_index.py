@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from storage.db import Database
 from storage.index import SearchIndex, fts_expression, query_tokens
-from storage.vault import Vault
+from storage.vault.files import Vault
 from tests.databases import fresh_url
 from tests.storage.conftest import ODD_NOTES
 

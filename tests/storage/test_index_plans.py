@@ -24,8 +24,8 @@ from sqlalchemy import event, text
 from storage.db import Database
 from storage.index import SearchIndex
 from storage.index.refresh import tidy
-from storage.links import link_key
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.links import link_key
 from tests.databases import fresh_url, on_postgres
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from storage.db import Database
-from storage.indexer import Indexer, embed_pending
-from storage.meaning import Meaning
-from storage.store import Store, last_scan
-from storage.vault import Vault
+from storage.index.indexer import Indexer, embed_pending
+from storage.meaning.shared_model import Meaning
+from storage.vault.files import Vault
+from storage.vault.store import Store, last_scan
 from tests import databases
 from tests.databases import fresh_url, on_postgres
 from tests.tools.conftest import write_note
@@ -108,7 +108,7 @@ async def test_two_databases_indexing_one_vault_keep_their_scan_state_apart(
 @pytest.mark.skipif(not on_postgres(), reason="PostgreSQL only")
 @needs_model
 async def test_postgres_stores_vectors_as_pgvector_or_bytea(tmp_path: Path) -> None:
-    from storage.index.vector_rows import vector_column
+    from storage.meaning.vector_rows import vector_column
 
     server = databases.postgres()
     role, name = f"brain_{uuid.uuid4().hex[:8]}", f"nopgv_{uuid.uuid4().hex[:8]}"

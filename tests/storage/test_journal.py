@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage import journal
 from storage.db import Database
+from storage.repositories import journal
 from tests.databases import fresh_url
 
 LEASE = timedelta(seconds=30)

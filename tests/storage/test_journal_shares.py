@@ -1,4 +1,4 @@
-"""The journal's claim shares the work among people (storage/shares.py), on the suite's
+"""The journal's claim shares the work among people (storage/repositories/shares.py), on the suite's
 database: round-robin over owners, at most `running` metered jobs of one owner at once and at
 most `rate` started per window, across several claimers with their own connection pools (as
 replicas are); and the intake's "slow down" notice recorded once.
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from storage import journal
 from storage.db import Database
 from storage.models import Job
-from storage.shares import Shares, arrivals, record_notice
+from storage.repositories import journal
+from storage.repositories.shares import Shares, arrivals, record_notice
 from tests.databases import fresh_url
 
 LEASE = timedelta(seconds=30)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.links import MAX_LINE, WikiLink, extract_links, link_key
+from storage.vault.links import MAX_LINE, WikiLink, extract_links, link_key
 
 
 def targets(body: str) -> list[tuple[str, str | None, str | None, bool]]:

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.db import Database
-from storage.links import extract_links
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.links import extract_links
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
 from tests.storage.conftest import make_history_store as make_store

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.locks import LockTimeout, vault_lock
+from storage.vault.locks import LockTimeout, vault_lock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONTENDER = """
 import asyncio, json, sys, time
 from pathlib import Path
-from storage.locks import write_lock
+from storage.vault.locks import write_lock
 
 async def main(root, seconds, writers):
     print("ready", flush=True)
@@ -51,7 +51,7 @@ asyncio.run(main(Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])))
 HOLDER = """
 import asyncio, sys
 from pathlib import Path
-from storage.locks import vault_lock
+from storage.vault.locks import vault_lock
 
 async def main(root):
     async with vault_lock(root):
@@ -65,7 +65,7 @@ asyncio.run(main(Path(sys.argv[1])))
 PROBE = """
 import asyncio, sys
 from pathlib import Path
-from storage.locks import vault_lock
+from storage.vault.locks import vault_lock
 
 async def main(root):
     async with vault_lock(root, timeout=3):

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 
 USERS = 8

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import text
 
 from storage.db import Database
-from storage.indexer import EmbedStats, embed_pending
-from storage.meaning import Meaning
-from storage.store import Store
-from storage.vault import Vault
+from storage.index.indexer import EmbedStats, embed_pending
+from storage.meaning.shared_model import Meaning
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.tools.conftest import write_note
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.db import Database
-from storage.links import extract_links
-from storage.store import Store
+from storage.vault.links import extract_links
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.storage.conftest import make_history_store
 from tests.storage.test_links_stay_right import obsidian_resolve

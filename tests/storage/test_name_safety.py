@@ -23,7 +23,7 @@ from storage.errors import InvalidValue
 from storage.index.extract import extract_note
 from storage.text import name_text
 from storage.types import MAX_NAME
-from storage.vault import Vault
+from storage.vault.files import Vault
 
 BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 ZERO_WIDTH = set("\u200b\u2060\ufeff\u180e")
@@ -93,8 +93,8 @@ RUNS = {  # texts with long runs of spaces, of each kind
 }
 LINEAR = """
 import sys, time
-from tools.dates import strip_dates
-from tools.names import subject
+from tools.rules.dates import strip_dates
+from tools.rules.naming import subject
 text = sys.stdin.read()
 started = time.perf_counter()
 strip_dates(text)

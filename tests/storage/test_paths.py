@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.errors import UnsafePath
-from storage.paths import MAX_SLUG, resolve_in_vault, slugify
+from storage.vault.paths import MAX_SLUG, resolve_in_vault, slugify
 
 
 @pytest.fixture

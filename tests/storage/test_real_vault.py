@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
 

@@ -19,10 +19,10 @@ import pytest
 import pytest_asyncio
 
 from storage.db import Database
-from storage.indexer import embed_pending
-from storage.meaning import Meaning
-from storage.store import Store
-from storage.vault import Vault
+from storage.index.indexer import embed_pending
+from storage.meaning.shared_model import Meaning
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import REAL_VAULT
 
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.skipif(not REAL_VAULT.is_dir(), reason="real vault not
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def store(tmp_path_factory: pytest.TempPathFactory,
                 request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    from storage.index import vector_rows
+    from storage.meaning import vector_rows
 
     db = await Database.open(fresh_url(tmp_path_factory.mktemp("real-meaning")))
     fused = Store(Vault(REAL_VAULT), db, meaning=MEANING)

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from storage import repositories as repo
 from storage.db import Database
 from storage.errors import InvalidValue, NotFound
-from storage.models import Capture, DigestSubscription, Message
+from storage.models import DigestSubscription, Message, Receipt
 from tests.databases import fresh_url
 
 
@@ -255,7 +255,7 @@ def test_seq_is_contiguous_per_conversation_and_turns_come_back_in_order(
     asyncio.run(scenario())
 
 
-# --- captures --------------------------------------------------------------------------------
+# --- receipts --------------------------------------------------------------------------------
 
 
 async def add(db: Database, entry_id: str, **kw: object) -> int:
@@ -264,7 +264,7 @@ async def add(db: Database, entry_id: str, **kw: object) -> int:
         "path": "people/sam.md", "category": "people", "confidence": 0.9, "status": "filed"}
     values.update(kw)
     async with db.session() as s:
-        capture_id = await repo.add_capture(s, **values)  # type: ignore[arg-type]
+        capture_id = await repo.add_receipt(s, **values)  # type: ignore[arg-type]
         await s.commit()
     return capture_id
 
@@ -276,23 +276,23 @@ async def test_capture_receipt_round_trip_and_fix(db: Database) -> None:
               confidence=0.3, status="needs_review")
     await add(db, "e_3")  # another conversation (CLI, none)
     async with db.session() as s:
-        await repo.set_capture_message(s, first, "1.5")
+        await repo.set_receipt_message(s, first, "1.5")
         await s.commit()
     async with db.session() as s:
-        in_thread = await repo.captures_for_conversation(s, conversation)
+        in_thread = await repo.receipts_for_conversation(s, conversation)
         assert [c.entry_id for c in in_thread] == ["e_1", "e_2"]
         assert (in_thread[0].channel, in_thread[0].thread_ts, in_thread[0].message_ts) == (
             "C1", "1.0", "1.5")
-        fixed = await repo.mark_capture(s, "e_2", "fixed", path="projects/x.md",
+        fixed = await repo.mark_receipt(s, "e_2", "fixed", path="projects/x.md",
                                         category="projects")
         await s.commit()
     assert fixed is not None
     assert (fixed.status, fixed.path, fixed.category) == ("fixed", "projects/x.md", "projects")
     async with db.session() as s:
-        again = await repo.capture_for_entry(s, "e_2")
-        untouched = await repo.capture_for_entry(s, "e_1")
-        assert await repo.capture_for_entry(s, "e_missing") is None
-        assert await repo.mark_capture(s, "e_missing", "fixed") is None
+        again = await repo.receipt_for_entry(s, "e_2")
+        untouched = await repo.receipt_for_entry(s, "e_1")
+        assert await repo.receipt_for_entry(s, "e_missing") is None
+        assert await repo.mark_receipt(s, "e_missing", "fixed") is None
     assert again == fixed
     assert again.updated_at >= again.created_at
     assert untouched is not None and untouched.status == "filed"
@@ -302,27 +302,27 @@ async def test_capture_for_entry_is_the_latest(db: Database) -> None:
     await add(db, "e_1", original_text="first")
     await add(db, "e_1", original_text="second")
     async with db.session() as s:
-        row = await repo.capture_for_entry(s, "e_1")
+        row = await repo.receipt_for_entry(s, "e_1")
     assert row is not None and row.original_text == "second"
 
 
 async def test_bad_capture_is_refused_and_writes_nothing(db: Database) -> None:
     async with db.session() as s:
         with pytest.raises(InvalidValue, match="status"):
-            await repo.add_capture(s, user_id="u1", original_text="x", entry_id="e", path="p",
+            await repo.add_receipt(s, user_id="u1", original_text="x", entry_id="e", path="p",
                                    category="ideas", confidence=0.5, status="lost")
         with pytest.raises(InvalidValue, match="confidence"):
-            await repo.add_capture(s, user_id="u1", original_text="x", entry_id="e", path="p",
+            await repo.add_receipt(s, user_id="u1", original_text="x", entry_id="e", path="p",
                                    category="ideas", confidence=1.5, status="filed")
         await s.commit()
     await add(db, "e_ok")
     async with db.session() as s:
         with pytest.raises(InvalidValue):
-            await repo.mark_capture(s, "e_ok", "gone")
+            await repo.mark_receipt(s, "e_ok", "gone")
         with pytest.raises(NotFound):
-            await repo.set_capture_message(s, 999, "1.0")
-        assert await s.scalar(select(func.count()).select_from(Capture)) == 1
-        row = await repo.capture_for_entry(s, "e_ok")
+            await repo.set_receipt_message(s, 999, "1.0")
+        assert await s.scalar(select(func.count()).select_from(Receipt)) == 1
+        row = await repo.receipt_for_entry(s, "e_ok")
     assert row is not None and row.status == "filed"
 
 
@@ -332,69 +332,15 @@ async def test_captures_since_newest_first_for_that_user(db: Database) -> None:
     await add(db, "e_2")
     await add(db, "e_other", user_id="u2")
     async with db.session() as s:
-        rows = await repo.captures_since(s, "u1", before)
+        rows = await repo.receipts_since(s, "u1", before)
         assert [r.entry_id for r in rows] == ["e_2", "e_1"]
-        assert [r.entry_id for r in await repo.captures_since(s, "u1", before, limit=1)] == [
+        assert [r.entry_id for r in await repo.receipts_since(s, "u1", before, limit=1)] == [
             "e_2"]
         # Another zone for the same instant compares the same.
         later = datetime.now(timezone(timedelta(hours=-7))) + timedelta(seconds=1)
-        assert await repo.captures_since(s, "u1", later) == []
+        assert await repo.receipts_since(s, "u1", later) == []
         with pytest.raises(InvalidValue):
-            await repo.captures_since(s, "u1", datetime(2025, 1, 1))
-
-
-# --- processed events ------------------------------------------------------------------------
-
-
-async def claim(db: Database, event_id: str) -> bool:
-    async with db.session() as s:
-        won = await repo.claim_event(s, event_id)
-        await s.commit()
-    return won
-
-
-async def test_claim_event_once_only_even_after_restart(tmp_path: Path) -> None:
-    url = fresh_url(tmp_path)
-    db = await Database.open(url)
-    assert await claim(db, "Ev1") is True
-    assert await claim(db, "Ev1") is False
-    assert await claim(db, "Ev2") is True
-    await db.close()
-    db = await Database.open(url)
-    try:
-        assert await claim(db, "Ev1") is False
-        assert await claim(db, "Ev3") is True
-    finally:
-        await db.close()
-
-
-async def test_twenty_concurrent_claimers_one_winner(tmp_path: Path) -> None:
-    url = fresh_url(tmp_path)
-    # Two Database objects stand in for two replicas sharing the file.
-    dbs = [await Database.open(url), await Database.open(url)]
-    try:
-        results = await asyncio.gather(*(claim(dbs[i % 2], "EvRace") for i in range(20)))
-        assert sorted(results) == [False] * 19 + [True]
-    finally:
-        for db in dbs:
-            await db.close()
-
-
-async def test_rolled_back_claim_can_be_claimed_again(db: Database) -> None:
-    async with db.session() as s:
-        assert await repo.claim_event(s, "Ev") is True
-        await s.rollback()
-    assert await claim(db, "Ev") is True
-
-
-async def test_prune_events_forgets_old_ones_only(db: Database) -> None:
-    assert await claim(db, "old")
-    cutoff = datetime.now(UTC) + timedelta(seconds=1)
-    async with db.session() as s:
-        assert await repo.prune_events(s, cutoff - timedelta(hours=1)) == 0
-        assert await repo.prune_events(s, cutoff) == 1
-        await s.commit()
-    assert await claim(db, "old") is True
+            await repo.receipts_since(s, "u1", datetime(2025, 1, 1))
 
 
 # --- digest subscriptions --------------------------------------------------------------------

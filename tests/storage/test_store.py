@@ -12,8 +12,8 @@ import pytest
 
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound, UnsafePath
-from storage.store import Store
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 
 

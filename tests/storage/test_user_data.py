@@ -1,4 +1,4 @@
-"""storage.user_data (export rows, forget, retention) and storage.slack_state (the reminder
+"""storage.repositories.user_data (export rows, forget, retention) and storage.repositories.slack_state (the reminder
 claim, paused users, uninstalled workspaces) on the test's database."""
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage import journal, repositories, slack_state, user_data
+from storage import repositories
 from storage.db import Database
 from storage.errors import InvalidValue
 from storage.models import Conversation, Turn
+from storage.repositories import journal, slack_state, user_data
+from storage.sync import tokens
 from tests.databases import fresh_url
 
 NOW = datetime.now(UTC)
@@ -44,7 +46,7 @@ async def conversation(db: Database, user: str, key: str, texts: list[str],
                 row = await s.get(Turn, turn)
                 assert row is not None
                 row.created_at = at
-        await repositories.add_capture(s, user_id=user, original_text=texts[0],
+        await repositories.add_receipt(s, user_id=user, original_text=texts[0],
                                        entry_id=f"e_{key}", path="ideas/x.md",
                                        category="ideas", confidence=0.9, status="filed",
                                        conversation_id=conv.id)
@@ -60,18 +62,23 @@ async def test_forget_erases_one_person_and_no_one_else(db: Database) -> None:
         await repositories.upsert_subscription(s, "U1", "daily", 8, 0, None, "UTC", None)
         await slack_state.claim_reminder(s, "U1", "e_1", "2027-06-01")
         await slack_state.home_opened(s, "U1")
+        await tokens.issue(s, "U1", NOW)
+        theirs_token = await tokens.issue(s, "U2", NOW)
+        await s.commit()
         counts = await user_data.forget(s, "U1")
         await s.commit()
-    assert counts == {"tool_runs": 2, "messages": 4, "turns": 2, "captures": 1,
+    assert counts == {"tool_runs": 2, "messages": 4, "turns": 2, "receipts": 1,
                       "conversations": 1, "jobs": 1, "digest_subscriptions": 1,
-                      "reminders": 1, "slack_users": 1}
+                      "reminders": 1, "slack_users": 1, "sync_tokens": 1}
+    async with db.session() as s:  # their git remote still opens with their token
+        assert await tokens.owner(s, theirs_token, NOW, timedelta(days=90)) == "U2"
     async with db.session() as s:
         assert await user_data.conversations_of(s, "U1") == []
-        assert await user_data.captures_of(s, "U1") == []
+        assert await user_data.receipts_of(s, "U1") == []
         (theirs,) = await user_data.conversations_of(s, "U2")
         assert theirs["turns"][0]["user_text"] == "theirs"
         assert theirs["turns"][0]["tool_runs"][0]["tool"] == "search_entries"
-        assert len(await user_data.captures_of(s, "U2")) == 1
+        assert len(await user_data.receipts_of(s, "U2")) == 1
 
 
 async def test_retention_prunes_old_turns_and_keeps_receipts_and_recent_talk(
@@ -92,7 +99,7 @@ async def test_retention_prunes_old_turns_and_keeps_receipts_and_recent_talk(
     async with db.session() as s:
         (left,) = await user_data.conversations_of(s, "U1")
         assert left["turns"][0]["user_text"] == "recent"
-        receipts = await user_data.captures_of(s, "U1")
+        receipts = await user_data.receipts_of(s, "U1")
     assert len(receipts) == 2  # the notes' receipts stay
     assert {r["entry_id"] for r in receipts} == {"e_slack:D1:1:U1", "e_slack:D1:2:U1"}
     assert kept != gone

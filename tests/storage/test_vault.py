@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage.errors import InvalidValue, NotFound, UnsafePath
-from storage.notes import parse_note
 from storage.types import CATEGORIES
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.note_text import parse_note
 from tests.storage.conftest import ODD_NOTES
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.index.vector_cache import VaultMatrix
-from storage.index.vector_rows import Loaded
+from storage.meaning.cache import VaultMatrix
+from storage.meaning.vector_rows import Loaded
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:

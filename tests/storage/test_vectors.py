@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from storage.vectors import BadVector, cosine_top_k, pack, stack, top_k_per_owner, unpack
+from storage.meaning.vectors import BadVector, cosine_top_k, pack, stack, top_k_per_owner, unpack
 
 floats = st.floats(-1e6, 1e6, width=32, allow_nan=False)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import inspect, text
 
-from storage import journal, slack_state
 from storage.db import Database
+from storage.repositories import journal, slack_state
 from tests.databases import fresh_url
 
 

@@ -1,4 +1,4 @@
-"""Frontmatter past storage/yaml_bounds.py's bounds is broken frontmatter, never a hang, a stack
+"""Frontmatter past storage/vault/yaml_bounds.py's bounds is broken frontmatter, never a hang, a stack
 overflow or gigabytes: the YAML alias bomb ("billion laughs"), deep nesting, huge blocks.
 
 The parsing runs in a child process with a time and memory limit, so a regression fails the
@@ -16,9 +16,9 @@ import pytest
 
 from storage.errors import InvalidValue
 from storage.index.extract import extract_note, read_note
-from storage.notes import parse_note
-from storage.vault import Vault
-from storage.yaml_bounds import MAX_DEPTH, MAX_FRONTMATTER_CHARS, MAX_NODES
+from storage.vault.files import Vault
+from storage.vault.note_text import parse_note
+from storage.vault.yaml_bounds import MAX_DEPTH, MAX_FRONTMATTER_CHARS, MAX_NODES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ CHILD = """
 import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # 1 GB: the bomb wanted > 6 GB
 from storage.index.extract import read_note
-from storage.notes import parse_note
+from storage.vault.note_text import parse_note
 text = sys.stdin.read()
 out = {}
 for f in (parse_note, read_note):
@@ -123,7 +123,7 @@ def test_the_child_limit_would_catch_an_expansion() -> None:
     it reaches in a few seconds (filling the children's 1 GB burns 20 s of CPU)."""
     code = ("import resource, yaml, sys\n"
             "resource.setrlimit(resource.RLIMIT_AS, (96 << 20, 96 << 20))\n"
-            "from storage.notes import normalise_scalar\n"
+            "from storage.vault.note_text import normalise_scalar\n"
             "data = yaml.load(sys.stdin.read().split('---')[1], Loader=yaml.CSafeLoader)\n"
             "normalise_scalar(data)\n")
     try:

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from bench.answer_sets import TODAY, questions, write_captures
 from storage.db import Database
-from storage.indexer import embed_pending
-from storage.meaning import Meaning
-from storage.store import Store
+from storage.index.indexer import embed_pending
+from storage.meaning.shared_model import Meaning
 from storage.types import Entry
-from storage.vault import Vault
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tools.answers.cite import checked
 from tools.answers.extract import extractive

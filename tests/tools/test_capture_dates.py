@@ -4,8 +4,8 @@ the category (the keyword classifier's fallback, without hints from a model)."""
 from __future__ import annotations
 
 from tests.tools.test_tools import call
-from tools import classify_rules
 from tools.base import ToolContext
+from tools.rules import classify
 
 
 async def test_capture_without_hints_reads_dates_in_the_users_zone(ctx: ToolContext) -> None:
@@ -16,8 +16,8 @@ async def test_capture_without_hints_reads_dates_in_the_users_zone(ctx: ToolCont
     assert ex.status == "ok", ex.content
     data = ex.output.data if ex.output else {}
     assert (data["category"], data["name"]) == ("people", "Dr. Patel")
-    assert data["fields"]["due_date"] == classify_rules.due_date(
-        "tomorrow", classify_rules.today_in("Pacific/Kiritimati"))
+    assert data["fields"]["due_date"] == classify.due_date(
+        "tomorrow", classify.today_in("Pacific/Kiritimati"))
 
 
 async def test_capture_keeps_a_due_date_the_model_gives_a_person(ctx: ToolContext) -> None:

@@ -14,13 +14,13 @@ from typing import Any
 from sqlalchemy import func, select
 
 from storage.db import Database
-from storage.models import Capture
-from storage.store import Store
-from storage.vault import Vault
+from storage.models import Receipt
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import ids_on_disk
 from tools.base import ToolContext, derived_id
-from tools.classify_and_capture import file_thought
+from tools.classify_and_capture import capture_thought
 
 ADMIN = {"category": "admin", "confidence": 0.9, "name": "Renew the passport"}
 INBOX = {"category": "ideas", "confidence": 0.2, "name": "Passport thought"}  # -> inbox
@@ -28,8 +28,8 @@ INBOX = {"category": "ideas", "confidence": 0.2, "name": "Passport thought"}  # 
 
 async def _receipts(db: Database, entry_id: str) -> list[tuple[str, str]]:
     async with db.session() as s:
-        rows = await s.execute(select(Capture.path, Capture.category)
-                               .where(Capture.entry_id == entry_id))
+        rows = await s.execute(select(Receipt.path, Receipt.category)
+                               .where(Receipt.entry_id == entry_id))
         return [(r[0], r[1]) for r in rows]
 
 
@@ -49,8 +49,8 @@ async def test_both_attempts_of_one_job_file_one_note_with_one_receipt(tmp_path:
             first, second = _ctx(stores[0], dbs[0], key, 1), _ctx(stores[1], dbs[1], key, 2)
             hints: list[dict[str, Any]] = [ADMIN, INBOX] if n % 2 else [INBOX, ADMIN]
             text = f"Renew passport number {n} before June"  # one thought per job
-            outs = await asyncio.gather(file_thought(first, text, dict(hints[0])),
-                                        file_thought(second, text, dict(hints[1])))
+            outs = await asyncio.gather(capture_thought(first, text, dict(hints[0])),
+                                        capture_thought(second, text, dict(hints[1])))
             note_id = derived_id(key, 1)
             paths = ids_on_disk(root)[note_id]
             assert len(paths) == 1, paths
@@ -59,7 +59,7 @@ async def test_both_attempts_of_one_job_file_one_note_with_one_receipt(tmp_path:
             assert {o.data["category"] for o in outs} == {category}
             assert await _receipts(dbs[0], note_id) == [(paths[0], category)]
         async with dbs[0].session() as s:
-            assert await s.scalar(select(func.count()).select_from(Capture)) == 12
+            assert await s.scalar(select(func.count()).select_from(Receipt)) == 12
     finally:
         for db in dbs:
             await db.close()
@@ -71,8 +71,8 @@ async def test_a_first_attempt_resuming_late_finds_the_note_of_the_second(
     try:
         store = Store(Vault(tmp_path / "vault"), db)
         key = "event:Late"
-        done = await file_thought(_ctx(store, db, key, 2), "Renew the passport", dict(INBOX))
-        late = await file_thought(_ctx(store, db, key, 1), "Renew the passport", dict(ADMIN))
+        done = await capture_thought(_ctx(store, db, key, 2), "Renew the passport", dict(INBOX))
+        late = await capture_thought(_ctx(store, db, key, 1), "Renew the passport", dict(ADMIN))
         assert done.data["path"] == late.data["path"] and done.data["path"].startswith("inbox/")
         assert late.data["category"] == "inbox" and late.data["status"] == "needs_review"
         assert late.text.startswith("Saved to inbox for review")

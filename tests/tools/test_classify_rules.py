@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from storage.types import CATEGORIES
 from tests.tools.test_dates import DATE_WORD
-from tools.classify_rules import FIELDS, MAX_NAME, classify, due_date, make_title
+from tools.rules.classify import FIELDS, MAX_NAME, classify, due_date, make_title
 
 WED = date(2026, 3, 4)  # a Wednesday
 

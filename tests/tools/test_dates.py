@@ -1,4 +1,4 @@
-"""Dates as people write them, read relative to the user's today (tools/dates.py)."""
+"""Dates as people write them, read relative to the user's today (tools/rules/dates.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.dates import due_date, find_dates, strip_dates, today_in
+from tools.rules.dates import due_date, find_dates, strip_dates, today_in
 
 WED = date(2026, 2, 18)  # a Wednesday
 

@@ -1,4 +1,4 @@
-"""The fence around captured text (tools/fence.py): whatever a file, a page or a message holds,
+"""The fence around captured text (tools/capture/fence.py): whatever a file, a page or a message holds,
 and whatever its name, the model sees one begin and one end marker with the turn's code, the
 text between them, and nothing inside that passes for a marker."""
 
@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.fence import Fence, shortened, unfenced
+from tools.capture.fence import Fence, shortened, unfenced
 
 MARKER = re.compile(r"<<<captured-data ([0-9a-f]{12}) (begin: [^\n]*|end)>>>")
 # Text built to attack the fence: markers with and without the real code, brackets of every

@@ -1,4 +1,4 @@
-"""The one limit of a message (tools/message_limits.py): text of any script, emoji and
+"""The one limit of a message (tools/capture/limits.py): text of any script, emoji and
 punctuation is taken up to MAX_MESSAGE characters; a message with a tenth or more of its
 visible characters control characters, lone surrogates or U+FFFD is not text."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tools.message_limits import MAX_MESSAGE, excerpt, not_text, refusal
+from tools.capture.limits import MAX_MESSAGE, excerpt, not_text, refusal
 
 WRITTEN = st.text(st.characters(categories=("L", "M", "N", "P", "S", "Zs"),
                                 include_characters="\t\n\r"), min_size=1, max_size=400)

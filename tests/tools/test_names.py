@@ -1,4 +1,4 @@
-"""Names for notes: people by their name, everything else by its subject (tools/names.py)."""
+"""Names for notes: people by their name, everything else by its subject (tools/rules/naming.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.names import MAX_NAME, clean_person, subject
+from tools.rules.naming import MAX_NAME, clean_person, subject
 
 
 @pytest.mark.parametrize(("raw", "name"), [

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage.types import EntrySummary
-from tools.related import related_section, wikilink
+from tools.capture.related import related_section, wikilink
 
 LINK = re.compile(r"^\[\[([^\[\]|]+)(?:\|([^\[\]|]+))?\]\]$")
 

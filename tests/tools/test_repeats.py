@@ -1,4 +1,4 @@
-"""The same thought sent twice in a short while is one note (tools/repeats.py); after the
+"""The same thought sent twice in a short while is one note (tools/capture/repeats.py); after the
 window, or once its note is done or gone, the same words are a new thought."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 from sqlalchemy import update
 
 from storage.db import Database
-from storage.models import Capture
-from storage.store import Store
-from storage.vault import Vault
+from storage.models import Receipt
+from storage.vault.files import Vault
+from storage.vault.store import Store
 from tests.tools.conftest import snapshot
 from tools.base import ToolContext
+from tools.capture.repeats import REPEAT_WINDOW
 from tools.registry import Execution, execute
-from tools.repeats import REPEAT_WINDOW
 
 THOUGHT = "Renew the car insurance before March"
 
@@ -64,7 +64,7 @@ async def test_after_the_window_the_same_words_are_filed_again(
     first = await capture(ctx)
     assert first.output is not None
     async with db.session() as s:  # the first capture, as if made a while ago
-        await s.execute(update(Capture).values(
+        await s.execute(update(Receipt).values(
             created_at=datetime.now(UTC) - REPEAT_WINDOW - timedelta(seconds=5)))
         await s.commit()
     again = await capture(ctx)

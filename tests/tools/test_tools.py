@@ -13,9 +13,9 @@ from sqlalchemy import text
 from storage import repositories
 from storage.db import Database
 from tests.tools.conftest import Sandbox, snapshot, write_note
-from tools import classify_rules
 from tools.base import ToolContext
 from tools.registry import Execution, execute
+from tools.rules import classify
 
 PROJECT = """---
 name: Website relaunch
@@ -39,9 +39,9 @@ async def call(ctx: ToolContext, name: str, **arguments: Any) -> Execution:
     return await execute(ctx, "call_1", name, arguments)
 
 
-async def receipts(db: Database, entry_id: str) -> repositories.CaptureRow | None:
+async def receipts(db: Database, entry_id: str) -> repositories.ReceiptRow | None:
     async with db.session() as s:
-        return await repositories.capture_for_entry(s, entry_id)
+        return await repositories.receipt_for_entry(s, entry_id)
 
 
 # ------------------------------------------------------------------ classify_and_capture
@@ -131,7 +131,7 @@ async def test_capture_below_threshold_waits_in_the_inbox(
 
 async def test_capture_without_hints_uses_the_keyword_classifier(ctx: ToolContext) -> None:
     text = "Call Sara about the Q3 budget next week"
-    expected = classify_rules.classify(text)
+    expected = classify.classify(text)
     ex = await call(ctx, "classify_and_capture", text=text)
 
     assert ex.status == "ok", ex.content
@@ -148,13 +148,13 @@ async def test_capture_with_a_category_but_no_confidence_keeps_the_models_choice
         ctx: ToolContext) -> None:
     # The keyword rules say admin here: agreement files it, disagreement asks for review.
     text = "Pay the electricity bill by Friday"
-    assert classify_rules.classify(text).category == "admin"
+    assert classify.classify(text).category == "admin"
     agreed = await call(ctx, "classify_and_capture", text=text, hints={"category": "admin"})
     data = agreed.output.data if agreed.output else {}
     assert data["category"] == "admin" and data["status"] == "filed"
 
     text = "Pay the water bill by Friday"  # another thought (the same words: a repeat)
-    assert classify_rules.classify(text).category == "admin"
+    assert classify.classify(text).category == "admin"
     differs = await call(ctx, "classify_and_capture", text=text, hints={"category": "ideas"})
     data = differs.output.data if differs.output else {}
     assert data["category"] == "inbox" and data["suggested_category"] == "ideas"

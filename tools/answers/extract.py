@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 
 from storage.errors import StorageError
-from storage.store import Store
 from storage.types import Entry, EntrySummary
+from storage.vault.store import Store
 from tools.answers.model import Answer, Source, closest, nothing_found
 from tools.answers.question import Question
 from tools.answers.sentences import Sentence, sentences, words

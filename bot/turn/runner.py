@@ -1,0 +1,246 @@
+"""One turn of a conversation, run for the Brain: the prompt, the tool loop, the rescue of a
+thought the model did not file, and the whole turn stored at once.
+
+Imported by the Brain on its first turn (it pulls in the LLM layer, the tools and their JSON
+schemas), so the storage verbs of the CLI, which only need the door, stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from bot.answers.final import cite_prose, needs_citations
+from bot.core import Core
+from bot.jobs.queue import JobRow
+from bot.llm.offline import OfflineProvider
+from bot.llm.types import LLMError, Message, ToolCall, ToolSpec
+from bot.stores import Stores
+from bot.turn import wording
+from bot.turn.conversations import Conversations
+from bot.turn.loop import LoopOutcome, run_turn
+from bot.turn.messages import receipt_message, request_messages, stored_message
+from bot.turn.prompts import system_prompt
+from bot.turn.result import (
+    ANSWERED_WITHOUT_FILING,
+    Progress,
+    TurnResult,
+    applied_by_rules,
+    changed_note,
+    direct_move_outcome,
+    filed_notes,
+    kept,
+    looks_like_thought,
+    message_view,
+    not_a_new_note,
+    over_cap,
+    rescue_text,
+    told_truth,
+    trouble,
+    with_filed_summary,
+)
+from bot.turn.tool_calls import ToolCalls
+from storage import repositories
+from storage.errors import StorageDown
+from storage.history import collecting
+from tools import registry
+from tools.base import ToolContext
+from tools.capture.fence import Fence
+from tools.capture.limits import refusal
+from tools.classify_and_capture import capture_thought
+from tools.readers.sections import SharedFile, for_the_model, read_all
+from tools.registry import Execution, execute, tool_specs
+from tools.rules import corrections
+from tools.web.links import message_links
+
+log = logging.getLogger(__name__)
+
+HISTORY_TURNS = 6  # recent whole turns sent with each request
+NO_ANSWER = "I have no answer to that (the model returned nothing); please try again."
+
+
+class TurnRunner:
+    def __init__(self, core: Core, conversations: Conversations, tools: ToolCalls) -> None:
+        self.core = core
+        self.conversations = conversations
+        self.tools = tools
+        self.settings = core.settings
+        self.db = core.db
+        self._specs = [ToolSpec(s["name"], s["description"], s["parameters"])
+                       for s in tool_specs()]
+        self._terminal = registry.terminal_names()
+        self._parallel = registry.read_only_names()
+        Stores.hook(core.provider)
+
+    async def handle(self, *, conversation_key: str, user_id: str, text: str,
+                     source: str = "cli", channel: str | None = None,
+                     thread_ts: str | None = None, job: JobRow | None = None,
+                     files: list[SharedFile] | None = None,
+                     unfurls: list[dict[str, str]] | None = None,
+                     progress: Progress | None = None) -> TurnResult:
+        """One turn. With `job` (the intake job it runs for) it is taken once: a job that
+        runs again gets the turn already taken, and notes its first try filed are found.
+        `files` shared with the message are read; the note that files it keeps them. A
+        message that is (mostly) a link gets its page read (Slack's `unfurls` when given).
+        `progress` hears each tool call as it starts and ends (Slack shows them as steps)."""
+        if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
+            return TurnResult.from_dict(job.result["turn"])
+        refused = refusal(text)  # too long, or not text: no turn, nothing filed
+        if refused is not None:
+            return TurnResult(text=refused)
+        with collecting() as changes:  # what the turn changed, for its Undo
+            return await self._handle(conversation_key, user_id, text, source, channel,
+                                      thread_ts, job, changes, files or [], unfurls, progress)
+
+    async def _handle(self, conversation_key: str, user_id: str, text: str, source: str,
+                      channel: str | None, thread_ts: str | None, job: JobRow | None,
+                      changes: list[str], files: list[SharedFile],
+                      unfurls: list[dict[str, str]] | None,
+                      progress: Progress | None) -> TurnResult:
+        store = self.core.store_for(user_id)
+        # One transaction opens the turn: conversation, its filed notes, its recent turns.
+        async with self.db.session() as s:
+            conv = await repositories.get_or_create_conversation(
+                s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
+            captures = await self.core.receipts.for_conversation(conv.id, session=s)
+            turn_id = await repositories.start_turn(s, conv.id, text,
+                                                    job_id=job.id if job else None)
+            stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
+            await s.commit()
+        filed = filed_notes(captures)
+        limits = self.settings.reader_limits(user_id)
+        shared = await read_all(files, limits)
+        shared += await message_links(text, allow_hosts=self.settings.fetch_allow_hosts,
+                                      limits=limits, unfurls=unfurls)
+        # What files and pages hold is fenced as data, with a code made for this turn.
+        view = message_view(text) + (f"\n\n{for_the_model(shared, Fence())}" if shared else "")
+        ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
+                                 source=source, channel=channel, thread_ts=thread_ts,
+                                 message=text, message_view=view,
+                                 job_id=job.id if job else None,
+                                 job_key=job.key if job else None,
+                                 job_attempt=job.attempts if job else 1)
+        ctx.shared = shared
+
+        # In the thread of a filed note, a reply that reads as a change to it is applied to
+        # it (by the model, else by the rules below), never filed as a new note.
+        note = filed[-1] if filed else None
+        change = corrections.read(text, today=self.core.today()) if note else None
+        unclear = note is not None and change is None and corrections.sounds_like_change(text)
+
+        async def run_call(call: ToolCall) -> Execution:
+            if note is not None and (change or unclear) and call.name == "classify_and_capture":
+                return not_a_new_note(call, note)
+            if progress is not None:
+                await progress(call, None)
+            done = await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
+            if progress is not None:
+                await progress(call, done)
+            return done
+
+        failure: LLMError | None = None
+        rescued: str | None = None
+        notice: str | None = None  # the person's chosen model is gone: said once
+        direct = corrections.parse_fix(text)
+        try:
+            if direct is not None and note is not None:
+                # "fix: projects" needs no LLM call: move the latest note of this thread.
+                call = ToolCall(id="direct_fix_1", name="move_entry",
+                                arguments={"path": note.id or note.path,
+                                           "target_category": direct})
+                outcome = direct_move_outcome(text, call, await run_call(call))
+            else:
+                summary = await store.summary()
+                system = system_prompt(now=self.core.now(), summary=summary, filed=filed,
+                                       threshold=self.settings.confidence_threshold,
+                                       viewing=(conv.context or {}).get("channel_id"))
+                earlier = request_messages([[stored_message(m) for m in t] for t in stored_turns])
+                provider, notice = await self.core.provider_for(user_id)
+                outcome = await run_turn(provider, system=system, earlier=earlier,
+                                         user_text=view, tools=self._specs, execute=run_call,
+                                         max_iterations=self.settings.max_iterations,
+                                         terminal=self._terminal, parallel=self._parallel)
+                if (outcome.error is None and not isinstance(provider, OfflineProvider)
+                        and needs_citations(outcome, self._parallel)):
+                    try:
+                        await cite_prose(provider, system=system, earlier=earlier,
+                                         outcome=outcome, execute=run_call,
+                                         returned=bool(ctx.returned))
+                    except LLMError as exc:  # the prose stays unchecked: never shown
+                        outcome.error = exc
+            failure = outcome.error
+            reason: str | None
+            if failure is not None:
+                log.warning("LLM %s in turn %s: %s", failure.kind, turn_id,
+                            failure.server_message or failure.message)
+                reason = wording.reason(failure)
+            else:
+                reason = None if kept(outcome) else trouble(outcome)
+        except StorageDown:
+            raise  # storage cannot be written: the rescue could not either; the job waits
+        except Exception:
+            # A bug must not cost the user their thought: log it, and rescue below.
+            log.exception("turn %s failed", turn_id)
+            outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
+            reason = "an internal error"
+        if note is not None and (change or unclear) and not changed_note(outcome):
+            if change is not None:
+                name, arguments = change.call(note.id or note.path)
+                call = ToolCall(id="rule_fix_1", name=name, arguments=arguments)
+                applied_by_rules(outcome, call, await run_call(call))
+            else:
+                outcome.text = corrections.question(note.name)
+                outcome.messages.append(receipt_message(outcome.text))
+        elif reason is not None and looks_like_thought(text):
+            rescued = reason
+            await self._rescue(ctx, text, reason, outcome, failure=failure)
+        elif failure is not None:
+            outcome.text = wording.nothing_saved(failure)
+            outcome.messages.append(receipt_message(outcome.text))
+        elif reason == "an internal error":
+            outcome.text = "Something went wrong on my side; nothing was saved. Please try again."
+            outcome.messages.append(receipt_message(outcome.text))
+        else:
+            told_truth(outcome)
+            outcome.text = with_filed_summary(outcome) or NO_ANSWER
+        if capped := over_cap(outcome.executions):  # the reply says what was kept
+            outcome.text = f"{outcome.text}\n\n{capped}".strip()
+        outage = failure.kind if failure is not None else None
+        if notice:
+            outcome.text = f"{notice}\n\n{outcome.text}"
+        result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
+                            turn_id, outage=outage, rescued=rescued, changes=tuple(changes))
+        status = (("outage" if wording.is_outage(failure) else "refused") if failure
+                  else ("rescued" if rescued else "ok"))
+        await self.conversations.finish(conv.id, turn_id, outcome, status=status,
+                           job_id=job.id if job else None, result=result,
+                           job_owner=job.lease_owner if job else None)
+        return result
+
+    async def _rescue(self, ctx: ToolContext, text: str, reason: str, outcome: LoopOutcome,
+                      *, failure: LLMError | None) -> None:
+        """Keep the message: when the model answered without filing it, by the rules'
+        category (the inbox when they are unsure); otherwise in the inbox with the reason.
+        The reply says so plainly, from what the filing returned."""
+        by_rules = reason == ANSWERED_WITHOUT_FILING
+        output = await capture_thought(ctx, text, {},
+                                    inbox_reason=None if by_rules else reason)
+        outcome.executions.append(Execution(
+            call_id="rescue", tool="classify_and_capture", arguments=None, status="ok",
+            output=output, error=None, content=json.dumps({"ok": True, **output.data}),
+            duration_ms=0.0))
+        path = str(output.data.get("path"))
+        if output.kind != "capture":  # sent again a moment ago: that note holds it
+            outcome.text = output.text
+        elif failure is not None:
+            outcome.text = wording.saved_anyway(failure, path)
+        elif by_rules:
+            outcome.text = (f"The model answered without filing this, so I filed it by my "
+                            f"rules: {output.text} [{path}]")
+        else:
+            outcome.text = rescue_text(reason, path)
+        last = outcome.messages[-1] if outcome.messages else None
+        if last is not None and last.role == "assistant" and not last.tool_calls:
+            outcome.messages[-1] = receipt_message(outcome.text)
+        else:
+            outcome.messages.append(receipt_message(outcome.text))

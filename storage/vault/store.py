@@ -1,0 +1,368 @@
+"""Store: the operations tools call, for one user's vault (vault files + index + database).
+
+Reads see edits made outside the bot (Obsidian, git): a one-shot command rescans the vault
+before it reads; a long-running process (`brain serve`, `brain mcp`) has the background
+indexer (storage/index/indexer.py) rescan every few seconds, and its Stores trust an index refreshed
+within `fresh_within` seconds instead of rescanning on a reply's path. Every write goes to the
+vault, then re-indexes exactly the files it touched, so our own writes are visible at once (and
+`on_write` tells the indexer to embed them).
+
+With a `Meaning` (storage/meaning/shared_model.py) search also ranks by meaning, and `nearby` finds the
+notes closest to a text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from storage.db import Database
+from storage.errors import Ambiguous, InvalidValue, NotFound
+from storage.history import History
+from storage.history.recorded import Recorded
+from storage.index import SearchIndex
+from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
+from storage.index.search_index import MEANING_FLOOR, MeaningQuery
+from storage.meaning.shared_model import Meaning
+from storage.text import clean_text
+from storage.types import (
+    TRASH_DIR,
+    BacklinkList,
+    Entry,
+    EntryList,
+    EntrySummary,
+    MoveResult,
+    RefreshStats,
+    VaultSummary,
+)
+from storage.vault import ids, relink
+from storage.vault.files import ATTACHMENTS, Vault
+from storage.vault.locks import index_lock, write_lock
+from storage.vault.paths import slugify
+
+# A rescan that took long is not repeated within this many seconds (per process and vault);
+# a cheap one (small vault) always runs, so an outside edit is seen by the very next query.
+MAX_SKIP_SECONDS = 1.0
+CHEAP_SCAN_SECONDS = 0.05
+MAX_CANDIDATES = 10
+
+def _looks_like_path(ref: str) -> bool:
+    return "/" in ref or "\\" in ref or ref.startswith(".") or ref.lower().endswith(".md")
+
+
+class Store(Recorded):
+    """One user's vault over the shared database.
+
+    fresh_within: reads trust an index fully rescanned (by anyone in this process) within
+    this many seconds; None (one-shot commands): rescan before every read, unless a slow
+    rescan has just run. meaning: search by meaning too. on_write: called after each of our
+    own writes has been re-indexed (the background indexer embeds it). history: where each
+    change is recorded (storage/history); None records nothing.
+    """
+
+    def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
+                 fresh_within: float | None = None, on_write: Callable[[], None] | None = None,
+                 history: History | None = None) -> None:
+        self.vault = vault
+        self.history = history
+        self.db = db
+        self.index = SearchIndex(vault)
+        self.meaning = meaning if meaning is not None else Meaning.off()
+        self.fresh_within = fresh_within
+        self.on_write = on_write
+        self.meaning_floor = MEANING_FLOOR  # cosine a note found by meaning alone must reach
+
+    # --- index upkeep ---------------------------------------------------------------------------
+
+    async def _locked_refresh(self) -> RefreshStats:
+        for attempt in (1, 2, 3):
+            try:
+                async with self.db.session() as session:
+                    await index_lock(session, self.index.key)  # other replicas' index writes
+                    stats = await self.index.refresh(session)
+                    await session.commit()
+                if needs_tidy(stats):
+                    await tidy(self.db.engine)
+                scanned(self.db, self.index.key, stats.seconds)
+                if self.vault.leftovers:  # a crashed write's temp file, seen by the scan
+                    self.vault.clean_seen_temp()
+                return stats
+            except (OperationalError, IntegrityError):
+                # Another process indexed the same files between our read and our write
+                # (SQLite refuses a stale snapshot; a unique path collides); the next pass
+                # sees its rows.
+                if attempt == 3:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def refresh(self) -> RefreshStats:
+        """A full rescan now (`brain reindex`)."""
+        async with index_turn(self.index.key):
+            stats = await self._locked_refresh()
+        await self._outside(stats)
+        return stats
+
+    async def _outside(self, stats: RefreshStats) -> None:
+        """Files a rescan found changed that the app did not write: an "outside edit" in the
+        history (after the index lock is let go: a writer holds the vault lock, then wants it)."""
+        if self.history is not None and (stats.changed or self.history.pending.behind):
+            history = self.history
+            async with self._changing():
+                await history.ready()  # with the changes it could not record before
+                if stats.changed:
+                    await asyncio.to_thread(history.outside, stats.changed)
+
+    async def drop_vectors(self) -> int:
+        """Forget every vector of this vault, any model's (`brain forget`: kept by text hash)."""
+        from storage.meaning import cache, vector_rows
+
+        async with index_turn(self.index.key), self.db.session() as session:
+            removed = await vector_rows.drop_vault(session, self.index.key)
+            await session.commit()
+            cache.forget(cache.database_url(session), self.index.key)
+        return removed
+
+    def _trusted(self) -> bool:
+        last = last_scan(self.db, self.index.key)
+        if last is None:
+            return False
+        at, cost = last
+        if self.fresh_within is not None:
+            window = self.fresh_within
+        else:
+            window = 0.0 if cost < CHEAP_SCAN_SECONDS else min(MAX_SKIP_SECONDS, 2 * cost)
+        return time.monotonic() - at < window
+
+    async def _fresh(self) -> None:
+        """Rescan before a read, unless the index is known fresh (see `fresh_within`)."""
+        if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
+            return
+        async with index_turn(self.index.key):
+            stats = None if self._trusted() else await self._locked_refresh()
+        if stats is not None:
+            await self._outside(stats)
+
+    async def _touched(self, rels: list[str]) -> None:
+        """Re-index the files our own write changed (a collision with another process's
+        indexing is retried; the last pass sees both)."""
+        for attempt in (1, 2, 3):
+            try:
+                async with index_turn(self.index.key), self.db.session() as session:
+                    await index_lock(session, self.index.key)
+                    await self.index.refresh_paths(session, rels)
+                    await session.commit()
+                break
+            except (OperationalError, IntegrityError):
+                if attempt == 3:
+                    raise
+        if self.on_write is not None:
+            self.on_write()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def resolve(self, ref: str, *, by_words: bool = False) -> str:
+        """The one note `ref` names (path, id, name, stem; `by_words`: its words); no guess."""
+        if not isinstance(ref, str) or not ref.strip():
+            raise InvalidValue("give a note's path, id or name")
+        ref = ref.strip()
+        if _looks_like_path(ref):
+            self.vault.resolve(ref)  # UnsafePath for `..`, absolute paths, symlinks out
+        await self._fresh()
+        async with self.db.session() as session:
+            matches = await self.index.lookup(session, ref)
+            if not matches and by_words and not _looks_like_path(ref):
+                matches = await self.index.named(session, ref)
+        if not matches:
+            raise NotFound(f"no note matches {ref!r}")
+        if len(matches) > 1:
+            shown = matches[:MAX_CANDIDATES]
+            raise Ambiguous(f"{len(matches)} notes match {ref!r}: "
+                            + ", ".join(m.path for m in shown)
+                            + "; give the path or id of one", shown)
+        return matches[0].path
+
+    async def get(self, ref: str) -> Entry:
+        return self.vault.read(await self.resolve(ref))
+
+    async def _with_id(self, entry_id: str, at: str | None = None) -> Entry | None:
+        """storage/vault/ids.py `with_id` (one query, no rescan)."""
+        return await ids.with_id(self.db, self.index, entry_id, at)
+
+    async def find_id(self, entry_id: str, *, at: str | None = None,
+                      look_hard: bool = True) -> Entry | None:
+        """The note with this exact id (at `at`, its receipt's path, if it is there), or None.
+        `look_hard`: on a miss, rescan (a file written just before a crash, not indexed yet):
+        for work that runs again, not every capture."""
+        await self._fresh()
+        found = await self._with_id(entry_id, at)
+        if found is None and look_hard:
+            await self.refresh()
+            found = await self._with_id(entry_id, at)
+        return found
+
+    async def _current(self, ref: str) -> str:
+        """`ref`'s path now, under the vault lock: when another process moved the note since
+        the index last looked, the index is refreshed and the note found again by its id."""
+        rel = await self.resolve(ref)
+        if (self.vault.root / rel).is_file():
+            return rel
+        async with self.db.session() as session:
+            known = [m.id for m in await self.index.lookup(session, rel) if m.id]
+        await self.refresh()
+        return await self.resolve(known[0] if known else ref)
+
+    async def list(self, *, category: str | None = None, status: str | None = None,
+                   limit: int = 10) -> EntryList:
+        await self._fresh()
+        async with self.db.session() as session:
+            return await self.index.list(session, category=category, status=status, limit=limit)
+
+    async def due(self, *, after: str | None = None, until: str | None = None,
+                  category: str | None = None, status: str | None = None,
+                  open_only: bool = True, limit: int = 10) -> EntryList:
+        """Notes due between two ISO days (either end open), soonest first; open ones only
+        unless `open_only` is False."""
+        await self._fresh()
+        async with self.db.session() as session:
+            return await self.index.due(session, after=after, until=until, category=category,
+                                        status=status, open_only=open_only, limit=limit)
+
+    async def _meaning_query(self, text: str) -> MeaningQuery | None:
+        """The text's vector, as a task started now (it runs while the words are searched)."""
+        if not isinstance(text, str) or not text.strip() or not await self.meaning.ready():
+            return None
+        return MeaningQuery(self.meaning.model,
+                            asyncio.ensure_future(self.meaning.vector(clean_text(text))),
+                            self.meaning_floor)
+
+    async def search(self, query: str, *, category: str | None = None,
+                     status: str | None = None, limit: int = 10) -> EntryList:
+        meaning = await self._meaning_query(query)
+        try:
+            await self._fresh()
+            async with self.db.session() as session:
+                return await self.index.search(session, query, category=category,
+                                               status=status, limit=limit, meaning=meaning)
+        finally:
+            if meaning is not None and not meaning.vector.done():  # type: ignore[attr-defined]
+                meaning.vector.cancel()  # type: ignore[attr-defined]
+
+    async def nearby(self, text: str, *, k: int = 3, floor: float = 0.0,
+                     exclude: Collection[str] = ()) -> builtins.list[EntrySummary]:
+        """The k notes nearest `text` by meaning (cosine >= floor, in `score`), except those
+        whose id or path is in `exclude`; [] without the model."""
+        meaning = await self._meaning_query(text)
+        if meaning is None:
+            return []
+        await self._fresh()
+        async with self.db.session() as session:
+            return await self.index.nearby(session, meaning, k=k, floor=floor, exclude=exclude)
+
+    async def backlinks(self, ref: str) -> BacklinkList:
+        rel = await self.resolve(ref)
+        async with self.db.session() as session:
+            return await self.index.backlinks(session, rel)
+
+    async def summary(self) -> VaultSummary:
+        await self._fresh()
+        async with self.db.session() as session:
+            return await self.index.summary(session)
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The vault's write lock (storage/vault/locks.py `write_lock`)."""
+        return write_lock(self.vault.root, self.db)
+
+    async def link_to(self, rel: str) -> str:
+        """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""
+        return await relink.link_to(self.db, self.index.key, rel)
+
+    async def create(self, category: str, name: str, fields: dict[str, Any],
+                     body: str, *, entry_id: str | None = None) -> Entry:
+        return (await self.create_once(category, name, fields, body, entry_id=entry_id))[0]
+
+    async def create_once(self, category: str, name: str, fields: dict[str, Any], body: str,
+                          *, entry_id: str | None, claim: ids.Claim | None = None,
+                          ) -> tuple[Entry, bool]:
+        """A new note (True), or, for a given `entry_id` (derived from a job or a saved
+        message), the one another run or process made (False): never two in one vault. With a
+        `claim` (a capture's receipt, storage/vault/ids.py) that note is the one the claim records,
+        never a file that merely carries the id, and the claim is recorded before the note is
+        written. The lookup and the write are one step under the vault's write lock, and the
+        new file is indexed before the lock is let go, so the other run's lookup sees it."""
+        async with self._changing():
+            claim = claim if entry_id else None
+            held = await claim.held() if claim is not None else None
+            entry = None
+            if entry_id and (claim is None or held is not None):
+                entry = await self._with_id(entry_id, held)
+                if entry is None and held is not None:  # written, then a crash: not indexed
+                    entry = await self.find_id(entry_id, at=held)
+            made = entry is None
+            if entry is None:
+                await self._before([])
+                taken = await relink.stems_taken(self.db, self.index, slugify(name)
+                                                 if isinstance(name, str) else "")
+                folders = self.vault.absent_folders(f"{category}/-")
+                entry = await ids.create(self.vault, claim, category, name, fields, body,
+                                         entry_id=entry_id, taken=taken)
+                await self._record("create", f"{entry.name} in {category}", [entry.path],
+                                   new_folders=folders)
+                await self._touched([entry.path])
+        return entry, made
+
+    async def update(self, ref: str, changes: dict[str, Any],
+                     append_body: str | None = None) -> Entry:
+        async with self._changing():
+            rel = await self._current(ref)
+            await self._before([rel])
+            entry = self.vault.update(rel, changes, append_body)
+            what = [", ".join(sorted(changes))] * bool(changes) + ["text added"] * bool(append_body)
+            await self._record("update", f"{entry.name}: {' and '.join(what) or 'touched'}", [rel])
+        await self._touched([rel, entry.path])
+        return entry
+
+    async def move(self, ref: str, category: str) -> MoveResult:
+        async with self._changing():
+            rel = await self._current(ref)
+            sources = await relink.linking(self.db, self.index.key, rel)
+            await self._before([rel, *sources])
+            folders = self.vault.absent_folders(f"{category}/-")
+            result = self.vault.move(rel, category, await relink.names_blocked(
+                self.db, self.vault, self.index.key, rel, category))
+            relinked = await relink.relink(self.db, self.vault, self.index.key,
+                                           [*sources, result.new_path],  # and its own links
+                                           result.old_path, result.new_path)
+            await self._record("move", f"{result.entry.name} to {category}",
+                               [result.old_path, result.new_path, *relinked],
+                               [(result.old_path, result.new_path)], folders)
+        await self._touched([result.old_path, result.new_path, *relinked])
+        return result
+
+    async def attach(self, name: str, data: bytes) -> str:
+        """Keep a shared file in the vault (`attachments/`); returns its path."""
+        async with self._changing():
+            await self._before([])
+            made = self.vault.absent_folders(f"{ATTACHMENTS}/-")
+            rel = self.vault.attach(name, data)
+            await self._record("attach", rel, [rel], new_folders=made)
+        return rel
+
+    async def trash(self, ref: str) -> str:
+        async with self._changing():
+            rel = await self._current(ref)
+            await self._before([rel])
+            name = self.vault.read(rel).name
+            made = self.vault.absent_folders(f"{TRASH_DIR}/{rel}")
+            trashed = self.vault.trash(rel)
+            await self._record("trash", f"{name} to the trash",
+                               [rel, trashed], [(rel, trashed)], made)
+        await self._touched([rel])
+        return trashed
