@@ -11,10 +11,11 @@ STEPS = (
     "2. Clone: on a computer run `git clone {url} my-brain` and open the folder with *Open "
     "folder as vault*; on a phone, run *Git: Clone an existing remote repo* from the "
     "command palette and paste the address. When asked: any user name, and the token as "
-    "the password (on a phone: the Git plugin's *Authentication* settings).",
-    "3. In the Git plugin's settings set *Auto commit-and-sync interval* to 5 minutes and "
-    "turn on *Pull on startup*: your edits reach me and mine reach you, with every change "
-    "in the history (`brain undo` puts one back).",
+    "the password (on a phone: the Git plugin's *Authentication/commit author* settings, "
+    "*Password/Personal access token*).",
+    "3. In the Git plugin's settings set *Auto commit-and-sync interval (minutes)* to 5 and "
+    "turn on *Pull on startup*: your edits reach me and mine reach you, every change in the "
+    "history (`brain undo` puts one back).",
 )
 
 
