@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from storage.vault.atomic import TEMP_NAME
+
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="Debian's git is not installed (.ci/run "
                                "installs it)")
@@ -69,6 +71,8 @@ class GitClient:
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    """A work tree's files (or a vault's), `.git` left out."""
+    """A work tree's files (or a vault's), `.git` left out, and the app's own temp files (a
+    killed write's, removed by the indexer or `brain doctor`: never a note)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(folder).parts}
+            if p.is_file() and ".git" not in p.relative_to(folder).parts
+            and not TEMP_NAME.match(p.name)}
