@@ -29,12 +29,11 @@ from typing import Any
 
 from dulwich.objects import ObjectID
 
-from storage.errors import InvalidValue, NotFound
+from storage.errors import InvalidValue, NotFound, UnsafePath
 from storage.history.context import collected, current_origin
 from storage.history.pending import Late, Pending, why
 from storage.history.repo import HistoryRepo, blob_id
 from storage.types import TRASH_DIR, Change
-from storage.vault.atomic import write_atomic
 from storage.vault.files import Vault
 
 TRAILER = "brain-change: "
@@ -94,9 +93,11 @@ class History:
     # --- the files -------------------------------------------------------------------------
 
     def disk(self, rel: str) -> bytes | None:
+        """The file's bytes; None when absent, or when a link takes it out of the vault (such
+        bytes never enter the history, nor the vault's git remote)."""
         try:
-            return (self.vault.root / rel).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return self.vault.resolve(rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePath):
             return None
 
     def _differs(self, rels: Iterable[str]) -> dict[str, bytes | None]:
@@ -200,9 +201,9 @@ class History:
         late = self.pending.entries()
         for entry in late:  # not part of the turn that happens to record them (its Undo)
             if entry.put:  # a change a process was making when it stopped: made whole now
-                put_files(self.vault, {rel: None if blob is None else
-                                       self.repo.data(ObjectID(blob.encode()))
-                                       for rel, blob in entry.put})
+                self.vault.put({rel: None if blob is None else
+                                self.repo.data(ObjectID(blob.encode()))
+                                for rel, blob in entry.put})
             self.record_now(replace(entry, summary=entry.summary + LATE, put=()),
                             when=entry.at, collect=False)
         self.pending.done()
@@ -368,21 +369,6 @@ class History:
         if self._repo is not None:
             self._repo.close()
             self._repo = None
-
-
-def put_files(vault: Vault, files: dict[str, bytes | None]) -> list[str]:
-    """Each file set to its bytes (None: removed); returns the folders it had to make."""
-    made: list[str] = []
-    for rel, data in sorted(files.items(), key=lambda item: item[1] is not None):
-        path = vault.resolve(rel)  # removals first: a file may give way to a folder
-        if data is None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            continue
-        made.extend(f for f in vault.absent_folders(rel) if f not in made)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
-    return made
 
 
 def _parsed(line: str) -> Change | None:

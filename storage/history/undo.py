@@ -17,7 +17,7 @@ from dulwich.objects import ObjectID
 
 from storage.errors import ChangedSince, HistoryFailed, InvalidValue, StorageError
 from storage.history.context import current_origin
-from storage.history.history import START, UNDO, History, put_files
+from storage.history.history import START, UNDO, History
 from storage.history.pending import Late, why
 from storage.history.repo import blob_id
 from storage.types import Change
@@ -56,7 +56,7 @@ def undo(history: History, ref: str | None) -> Change:
     _check_unchanged(history, target, files)
     vault = history.vault
     saved = {rel: history.disk(rel) for rel in wanted}
-    made = put_files(vault, wanted)
+    made = vault.put(wanted)
     gone = _remove_empty(vault, target.new_folders)
     origin = current_origin()
     late = Late(UNDO, f"{target.action}: {target.summary}", tuple(wanted), origin.who,
@@ -67,7 +67,7 @@ def undo(history: History, ref: str | None) -> Change:
     except Exception as exc:  # noqa: BLE001 (the files go back as they were)
         for folder in gone:
             vault.resolve(folder).mkdir(parents=True, exist_ok=True)
-        put_files(vault, saved)
+        vault.put(saved)
         _remove_empty(vault, made)
         raise _refused(exc) from None
     if change is None:  # the change had changed nothing: still say it was undone

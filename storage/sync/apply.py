@@ -31,7 +31,6 @@ from dulwich.objects import Commit, ObjectID
 
 from storage.history import Change, History
 from storage.history.context import wrote
-from storage.history.history import put_files
 from storage.history.pending import Late
 from storage.history.repo import HistoryRepo
 from storage.text import clean
@@ -193,10 +192,10 @@ def _made(history: History, plan: Plan, late: Late) -> Change | None:
     history.pending.add(replace(late, put=tuple(blobs.items())), APPLYING)
     saved = {rel: history.disk(rel) for rel in plan.put}
     try:
-        made = put_files(history.vault, plan.put)
+        made = history.vault.put(plan.put)
         change = history.record_now(replace(late, new_folders=tuple(made)))
     except BaseException:
-        put_files(history.vault, saved)
+        history.vault.put(saved)
         history.pending.done()
         raise
     history.pending.done()

@@ -7,6 +7,7 @@ free name), so a reader, the mtime-based index or a `kill -9` never leaves half 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -313,6 +314,21 @@ class Vault:
             raise NotFound(f"no note at {inner!r} in the trash")
         original = self.relpath(path).split("/", 1)[1]
         return self._relocate(path, self.resolve(original))
+
+    def put(self, files: dict[str, bytes | None]) -> list[str]:
+        """Each file set to its bytes, atomically (None: removed; removals first, so a file
+        may give way to a folder); returns the folders it had to make (an undo, a push)."""
+        made: list[str] = []
+        for rel, data in sorted(files.items(), key=lambda item: item[1] is not None):
+            path = self.resolve(rel)
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                continue
+            made.extend(f for f in self.absent_folders(rel) if f not in made)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, data)
+        return made
 
     def absent_folders(self, rel: str) -> list[str]:
         """The folders above `rel` that do not exist yet, outermost first (a change that
