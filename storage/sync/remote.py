@@ -160,6 +160,9 @@ class VaultRemote:
         async with self.store._changing():
             try:
                 state = await asyncio.to_thread(self._up_to_date)
+                problem = self.history.repo.unwritable()
+                if problem is not None:
+                    raise HistoryBehind(problem)
             except HistoryBehind as exc:
                 return (f"the vault's history cannot be written now ({exc}); nothing was "
                         "changed, try again later")

@@ -83,8 +83,8 @@ class Quarantine:
         self.store.add_alternate_path(str(self.main))
 
     def accept(self) -> None:
-        """Move the received packs into the history's store (each pack before its index:
-        git and dulwich read a pack only once its index is there)."""
+        """Move what was received into the history's store: packs (each before its index:
+        git and dulwich read a pack only once its index is there) and loose objects."""
         packs = self.folder / "pack"
         target = self.main / "pack"
         target.mkdir(parents=True, exist_ok=True)
@@ -92,6 +92,10 @@ class Quarantine:
         for name in names:
             if name.endswith((".pack", ".idx", ".rev")):
                 os.replace(packs / name, target / name)
+        for folder in self.folder.glob("[0-9a-f][0-9a-f]"):
+            (self.main / folder.name).mkdir(exist_ok=True)
+            for loose in folder.iterdir():
+                os.replace(loose, self.main / folder.name / loose.name)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
