@@ -33,6 +33,7 @@ PREFIX = "/git/"
 REALM = 'Basic realm="Second Brain (your vault: any user name, the token as password)"'
 SPOOL = 4 * 1024 * 1024  # a request body past this goes to a temp file
 UPLOAD_REQUEST_MAX = 64 * 1024 * 1024  # a fetch's wants and haves (a long negotiation)
+COMMANDS_MAX = 256 * 1024  # a push's ref updates, besides its pack
 THREADS = 8  # git requests served at once by one process; more wait their turn
 
 
@@ -131,7 +132,7 @@ class GitRoutes:
         remote = opened.remote
         assert remote is not None
         receive = service == "git-receive-pack"
-        most = self.brain.remotes.limits.max_push_bytes + 1024 * 1024 if receive \
+        most = self.brain.remotes.limits.max_push_bytes + COMMANDS_MAX if receive \
             else UPLOAD_REQUEST_MAX
         try:
             body = await self._body(request, most)
