@@ -19,6 +19,7 @@ from storage.errors import StorageError
 from storage.sync import tokens
 from storage.sync.push import PushLimits
 from storage.sync.remote import VaultRemote
+from storage.sync.served import ParentCache
 from storage.sync.tokens import TokenInfo
 from storage.types import is_user_id
 
@@ -45,6 +46,7 @@ class Remotes:
         self.core = core
         self._host: str | None = None
         self._port: int | None = None
+        self.parents = ParentCache()  # the remotes' commits' parents, read once per process
 
     def serving_at(self, host: str, port: int) -> None:
         """`brain serve`'s address: the default of BRAIN_PUBLIC_URL."""
@@ -101,4 +103,4 @@ class Remotes:
             store = self.core.store_for(person)
         except StorageError:  # no vault here for them (BRAIN_OWNER), or an unsafe folder
             return Access("not_found")
-        return Access("ok", VaultRemote(store, person, self.limits))
+        return Access("ok", VaultRemote(store, person, self.limits, self.parents))

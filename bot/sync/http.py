@@ -101,10 +101,13 @@ class GitRoutes:
         assert remote is not None
         try:
             repo = await remote.fetch_repo(advertise=True)
-            body = await asyncio.get_running_loop().run_in_executor(
-                self.pool, advertise, service, repo)
         except StorageError as exc:
             return _text(503, f"your vault cannot be served now: {exc.message}")
+        try:
+            body = await asyncio.get_running_loop().run_in_executor(
+                self.pool, advertise, service, repo)
+        finally:
+            repo.close()
         return web.Response(body=body, headers={
             "Content-Type": f"application/x-{service}-advertisement", **NO_CACHE})
 
@@ -144,7 +147,10 @@ class GitRoutes:
                 async with remote.receive_repo() as repo:
                     return await answer(request, self.pool, service, repo, body)
             repo = await remote.fetch_repo(advertise=False)
-            return await answer(request, self.pool, service, repo, body)
+            try:
+                return await answer(request, self.pool, service, repo, body)
+            finally:
+                repo.close()
         except Unreadable as exc:
             log.info("git: a %s request could not be read: %s", service, exc)
             return _text(400, f"not a {service} request that can be read: {exc}")

@@ -26,7 +26,15 @@ from storage.history import History
 from storage.sync.apply import apply_push
 from storage.sync.projection import Projection, RemoteState
 from storage.sync.push import PushLimits, PushRefused, check, descends, new_commits
-from storage.sync.served import BRANCH, Quarantine, ServedRepo, clear_incoming, quarantined
+from storage.sync.served import (
+    BRANCH,
+    ParentCache,
+    Quarantine,
+    RemoteObjectStore,
+    ServedRepo,
+    clear_incoming,
+    quarantined,
+)
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit
@@ -79,13 +87,15 @@ def _disk_problem(root: str, path: str) -> str | None:
 
 
 class VaultRemote:
-    def __init__(self, store: Store, person: str, limits: PushLimits) -> None:
+    def __init__(self, store: Store, person: str, limits: PushLimits,
+                 parents: ParentCache | None = None) -> None:
         assert store.history is not None, "a remote serves a vault that keeps history"
         self.store = store
         self.person = person
         self.limits = limits
         self.history: History = store.history
         self.projection = Projection(self.history)
+        self.parents = parents if parents is not None else ParentCache()
 
     # --- bringing it up to date ---------------------------------------------------------------
 
@@ -116,8 +126,10 @@ class VaultRemote:
         may also want a head the list showed before a change replaced it."""
         state = await self.current()
         seen = () if advertise else self.projection.heads(state)
-        return ServedRepo(self.history.repo.repo.object_store, ObjectID(state.remote.encode()),
-                          seen=seen)
+        head = ObjectID(state.remote.encode())
+        objects = RemoteObjectStore(self.history.repo.path / "objects", self.parents,
+                                    heads=[head, *seen])
+        return ServedRepo(objects, head, seen=seen)
 
     @contextlib.asynccontextmanager
     async def receive_repo(self) -> AsyncIterator[ServedRepo]:

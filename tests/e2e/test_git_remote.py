@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from tests.brain_cli import Result, run_process
+from tests.e2e.bot_harness import Harness
 from tests.e2e.git_client import GitClient, files_of, needs_git
 from tests.e2e.served import Served, served
 from tests.e2e.slack_harness import OTHER_USER, USER, message_event
@@ -230,3 +231,26 @@ async def _blob(git: GitClient, work: Path, data: bytes) -> str:
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
     out, _ = await proc.communicate(data)
     return out.decode().strip()
+
+
+async def test_a_long_history_clones_small_and_whole(slack: Harness, tmp_path: Path) -> None:
+    """Past a thousand objects a clone's pack carries each changed tree and note as a delta
+    against its earlier version (storage/sync/deltas.py): git takes it, `git fsck` finds
+    every object whole, and the clone is the vault with every change in its log."""
+    store = slack.brain.store_for(USER)
+    for n in range(60):
+        await store.create("ideas", f"Idea number {n}", {}, f"The text of idea {n}.\n")
+    for n in range(240):
+        await store.update(f"ideas/idea-number-{n % 60}.md", {}, append_body=f"Line {n}.")
+    link = await slack.brain.remotes.link(USER)
+    git = GitClient(tmp_path, link.token)
+    url = f"{slack.send.base_url}/git/{USER}.git"
+    await git.ok("clone", url, "my-brain")
+    work = tmp_path / "my-brain"
+    assert files_of(work) == files_of(slack.vault)
+    assert (await git("fsck", "--full", "--strict", cwd=work)).ok
+    count = int((await git.ok("rev-list", "--count", "HEAD", cwd=work)).strip())
+    assert count == len(await store.changes(limit=1000)) == 301
+    packed = sum(p.stat().st_size for p in (work / ".git" / "objects").rglob("*.pack"))
+    whole = sum(len(data) for data in files_of(work).values()) * 240  # trees alone exceed it
+    assert packed < whole // 10, (packed, whole)
