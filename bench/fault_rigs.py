@@ -159,13 +159,13 @@ async def fuzz_tools(folder: Path, examples: int) -> tuple[int, int, int]:
     from storage.vault.files import Vault
     from storage.vault.note_text import parse_note
     from storage.vault.store import Store
-    from tools.base import ToolContext
+    from tools.base import ToolContext, ToolDeps
     from tools.registry import TOOLS, execute
 
     folder.mkdir(parents=True, exist_ok=True)
     root = folder / "vault"
     db = await Database.open(default_url(folder / "data"))
-    ctx = ToolContext(store=Store(Vault(root), db), db=db, user_id="fuzz")
+    ctx = ToolContext(deps=ToolDeps(store=Store(Vault(root), db), db=db, user_id="fuzz"))
     rng = random.Random(5)
     names = [n for n in TOOLS if n != "generate_digest"]
     refs: list[str] = []

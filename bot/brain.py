@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from bot.tenancy.accounts import Accounts
     from bot.tenancy.people import People
     from bot.turn.conversations import Conversations
+    from bot.turn.reply import Replies
     from bot.turn.runner import TurnRunner
     from bot.turn.tool_calls import ToolCalls
     from storage.history.health import HistoryState
@@ -160,6 +161,14 @@ class Brain:
         from bot.turn.runner import TurnRunner
 
         return TurnRunner(self.core, self.conversations, self.tools)
+
+    @cached_property
+    def replies(self) -> Replies:
+        """A person's message answered, for any surface (bot/turn/reply.py): the use case
+        Slack and `brain chat` both call, and the reply model both render."""
+        from bot.turn.reply import Replies
+
+        return Replies(self.turns, self.accounts)
 
     @cached_property
     def note_actions(self) -> NoteActions:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, NamedTuple
 
 CATEGORIES: tuple[str, ...] = ("people", "projects", "ideas", "admin", "inbox")
 # Categories the classifier files into; inbox is where unsure captures wait for review.
@@ -17,9 +17,6 @@ TRASH_DIR = ".trash"
 # Shared files kept beside the notes (Obsidian embeds them); never notes themselves.
 ATTACHMENTS = "attachments"
 
-COMMON_FIELDS: tuple[str, ...] = (
-    "id", "category", "name", "created", "updated", "confidence", "source",
-)
 CATEGORY_FIELDS: dict[str, tuple[str, ...]] = {
     "people": ("context", "follow_ups", "last_touched", "tags"),
     "projects": ("status", "next_action", "due_date", "tags"),
@@ -237,3 +234,32 @@ def mix_said(name: str) -> str:
     else ""."""
     scripts = mixed_scripts(name)
     return f"(mixes {' and '.join(scripts)} letters)" if scripts else ""
+
+
+@dataclass(frozen=True)
+class ReceiptDraft:
+    """What a capture's receipt records besides its note's id and path: who, the words, where
+    the note was filed and how surely, and where the capture came from."""
+
+    user_id: str
+    original_text: str
+    category: str
+    status: str  # filed | needs_review
+    confidence: float | None = None
+    conversation_id: int | None = None
+    turn_id: int | None = None
+    channel: str | None = None
+    thread_ts: str | None = None
+    job_id: int | None = None
+
+    def moved(self, category: str, status: str) -> ReceiptDraft:
+        return replace(self, category=category, status=status)
+
+
+class Created(NamedTuple):
+    """What `Store.create_once` did: the note, whether this call made it (else an earlier run
+    had), and whether its receipt is kept (False: it could not be written; logged)."""
+
+    entry: Entry
+    made: bool
+    receipt_kept: bool = True

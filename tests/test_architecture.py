@@ -157,6 +157,30 @@ def test_adapters_do_not_reach_past_the_door() -> None:
     assert not problems, "\n".join(problems)
 
 
+def turn_runs_in_adapters(root: Path = ROOT) -> list[str]:
+    """A message is answered through one use case, `brain.replies.reply`, whatever the
+    surface: an adapter that ran the turn itself (`brain.turns.handle`) would have to repeat
+    what goes with it."""
+    found = []
+    for path in all_modules(root):
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith(ADAPTERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "handle" \
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "turns":
+                found.append(f"{rel}:{node.lineno} runs a turn itself: call "
+                             "brain.replies.reply")
+    return found
+
+
+def test_every_surface_answers_a_message_through_one_use_case() -> None:
+    assert turn_runs_in_adapters() == []
+    callers = {p.relative_to(ROOT).as_posix() for p in all_modules()
+               if "replies.reply(" in p.read_text(encoding="utf-8")}
+    assert {"bot/slack/handlers/turns.py", "bot/commands/chat.py"} <= callers
+
+
 def test_the_scan_sees_the_packages() -> None:
     # Guard against a silently empty scan (wrong root), which would pass everything.
     files = {p.relative_to(ROOT).as_posix() for p in all_modules()}

@@ -51,7 +51,7 @@ DESCRIPTION = (
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     async def read(ref: str) -> Entry | None:
         try:
-            return await ctx.store.get(ref)
+            return await ctx.deps.store.get(ref)
         except StorageError:
             return None
 

@@ -28,8 +28,8 @@ DESCRIPTION = (
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    question = read_question(args["question"], today_in(ctx.tz))
-    answer = await extractive(ctx.store, question)
+    question = read_question(args["question"], today_in(ctx.deps.tz))
+    answer = await extractive(ctx.deps.store, question)
     data = answer.to_dict()
     data["question"] = args["question"]
     return ToolOutput(kind="answer", data=data, text=answer.text)

@@ -31,22 +31,17 @@ class DigestMaker(Protocol):
     async def __call__(self, kind: str) -> dict[str, Any]: ...
 
 
-@dataclass
-class ToolContext:
+@dataclass(frozen=True)
+class ToolDeps:
+    """What a person's tools work with, the same for every call: their Store (and the
+    database under it), who they are, and the services a tool may ask (the classifier's
+    nearest notes, the digest engine, the link reader). Built in one place
+    (bot/turn/tool_calls.py); per-call state is the ToolContext's."""
+
     store: Store
     db: Database
     user_id: str
-    conversation_id: int | None = None
-    turn_id: int | None = None
-    source: str = "cli"  # "cli" or a Slack permalink
-    channel: str | None = None
-    thread_ts: str | None = None
     confidence_threshold: float = 0.6
-    make_digest: DigestMaker | None = None
-    # The user's message as sent, and the (shortened) view of it the model saw: capturing
-    # the view files the whole message, so a long paste is never cut to what fit the prompt.
-    message: str | None = None
-    message_view: str | None = None
     # The user's IANA time zone: relative dates in a thought ("tomorrow") are read in it.
     # None: the machine's zone.
     tz: str | None = None
@@ -55,6 +50,34 @@ class ToolContext:
     # None: rules only.
     similar: Callable[[str], Sequence[tuple[str, float]]
                       | Awaitable[Sequence[tuple[str, float]]]] | None = None
+    make_digest: DigestMaker | None = None
+    # Reads links (tools/web/links.py, with the app's fetch guards and limits) into `shared`
+    # form: a capture given a `url` keeps the page. None: links are not fetched.
+    read_links: Callable[[list[str]], Awaitable[list[tuple[SharedFile, Reading]]]] | None = None
+
+    @property
+    def receipts(self) -> Receipts:
+        """The capture receipts (storage/repositories/receipts.py: their one place)."""
+        from storage.repositories.receipts import Receipts
+
+        return Receipts(self.db)
+
+
+@dataclass
+class ToolContext:
+    """One unit of work's tool calls (a turn, a saved message, an MCP call): where they come
+    from and what they did so far; `deps` is what they work with."""
+
+    deps: ToolDeps
+    conversation_id: int | None = None
+    turn_id: int | None = None
+    source: str = "cli"  # "cli" or a Slack permalink
+    channel: str | None = None
+    thread_ts: str | None = None
+    # The user's message as sent, and the (shortened) view of it the model saw: capturing
+    # the view files the whole message, so a long paste is never cut to what fit the prompt.
+    message: str | None = None
+    message_view: str | None = None
     # The intake job this turn runs for: a job that runs again (its process died) gives its
     # notes the same ids, so a capture made by the first attempt is found, not made twice.
     job_id: int | None = None
@@ -80,9 +103,6 @@ class ToolContext:
     # keeps them and their text; a question with a file is answered from it, nothing kept.
     shared: list[tuple[SharedFile, Reading]] = field(default_factory=list)
     shared_filed: bool = field(default=False, repr=False)
-    # Reads links (tools/web/links.py, with the app's fetch guards and limits) into `shared`
-    # form: a capture given a `url` keeps the page. None: links are not fetched.
-    read_links: Callable[[list[str]], Awaitable[list[tuple[SharedFile, Reading]]]] | None = None
 
     def saw(self, data: Any) -> None:
         """Remember the notes a tool's result names (any object with a path and a name)."""
@@ -104,13 +124,6 @@ class ToolContext:
             return None
         self._ids_given += 1
         return derived_id(self.job_key, self._ids_given)
-
-    @property
-    def receipts(self) -> Receipts:
-        """The capture receipts (storage/repositories/receipts.py: their one place)."""
-        from storage.repositories.receipts import Receipts
-
-        return Receipts(self.db)
 
     @property
     def retried(self) -> bool:

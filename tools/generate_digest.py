@@ -23,13 +23,13 @@ DESCRIPTION = (
 
 async def _basic_daily(ctx: ToolContext) -> dict[str, Any]:
     """Without the digest engine: active projects with their next actions, open admin."""
-    projects = await ctx.store.list(category="projects", status="active", limit=MAX_ITEMS)
-    admin = await ctx.store.list(category="admin", status="todo", limit=MAX_ITEMS)
-    summary = await ctx.store.summary()
+    projects = await ctx.deps.store.list(category="projects", status="active", limit=MAX_ITEMS)
+    admin = await ctx.deps.store.list(category="admin", status="todo", limit=MAX_ITEMS)
+    summary = await ctx.deps.store.summary()
     items: list[dict[str, Any]] = []
     for row in [*projects.entries, *admin.entries][:MAX_ITEMS]:
         # The index was just refreshed by list(); read the files directly for their fields.
-        entry = ctx.store.vault.read(row.path)
+        entry = ctx.deps.store.vault.read(row.path)
         items.append({"path": entry.path, "name": entry.name, "category": entry.category,
                       "next_action": entry.fields.get("next_action"),
                       "due_date": entry.fields.get("due_date")})
@@ -38,7 +38,7 @@ async def _basic_daily(ctx: ToolContext) -> dict[str, Any]:
 
 
 async def _basic_weekly(ctx: ToolContext) -> dict[str, Any]:
-    summary = await ctx.store.summary()
+    summary = await ctx.deps.store.summary()
     return {"type": "weekly", "counts": dict(summary.counts), "total": summary.total,
             "active_projects": list(summary.active_projects),
             "inbox_count": summary.inbox_waiting}
@@ -46,8 +46,8 @@ async def _basic_weekly(ctx: ToolContext) -> dict[str, Any]:
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     kind: str = args["type"]
-    if ctx.make_digest is not None:
-        data = await ctx.make_digest(kind)
+    if ctx.deps.make_digest is not None:
+        data = await ctx.deps.make_digest(kind)
         return ToolOutput(kind="digest", data=data, text=f"{kind.capitalize()} digest")
     if kind == "daily":
         data = await _basic_daily(ctx)

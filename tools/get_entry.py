@@ -20,7 +20,7 @@ DESCRIPTION = (
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    entry = await ctx.store.get(args["path"])
+    entry = await ctx.deps.store.get(args["path"])
     return ToolOutput(kind="entry", data=entry_data(entry), text=f"{entry.name} ({entry.path})")
 
 

@@ -19,7 +19,7 @@ DESCRIPTION = (
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    result = await ctx.store.backlinks(args["path"])
+    result = await ctx.deps.store.backlinks(args["path"])
     text = f"{len(result.backlinks)} note(s) link to {result.target}"
     return ToolOutput(kind="backlinks", data=result.to_dict(), text=text)
 

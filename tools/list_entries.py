@@ -27,7 +27,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     category = args.get("category")
     status = args.get("status")
     limit = limit_arg(args)
-    result = await ctx.store.list(category=category, status=status, limit=limit)
+    result = await ctx.deps.store.list(category=category, status=status, limit=limit)
     data = result.to_dict()
     data["filters"] = {"category": category, "status": status, "limit": limit}
     what = " ".join(x for x in (status, category) if x) or "notes"

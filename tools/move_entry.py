@@ -37,8 +37,8 @@ async def move_note(store: Store, receipts: Receipts, ref: str, category: str) -
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     target: str = args["target_category"]
-    path = await ctx.store.resolve(args["path"], by_words=True)  # one note, never a guess
-    result = await move_note(ctx.store, ctx.receipts, path, target)
+    path = await ctx.deps.store.resolve(args["path"], by_words=True)  # one note, never a guess
+    result = await move_note(ctx.deps.store, ctx.deps.receipts, path, target)
     data = result.to_dict()
     data["name"] = result.entry.name
     text = (f"Moved {result.entry.name} to {target} ({result.new_path})" if result.changed

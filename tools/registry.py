@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import import_module
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -15,18 +16,6 @@ from jsonschema.exceptions import ValidationError
 
 from storage.errors import Ambiguous, StorageDown, StorageError, unwritable
 from storage.history.context import counting
-from tools import (
-    answer,
-    ask_notes,
-    classify_and_capture,
-    generate_digest,
-    get_entry,
-    list_backlinks,
-    list_entries,
-    move_entry,
-    search_entries,
-    update_entry,
-)
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_RESULT_CHARS = 6000
@@ -34,21 +23,30 @@ MAX_CANDIDATES = 10
 _PREVIEW = 300  # chars of raw arguments echoed back on a parse error
 _MESSAGE = 200  # chars of one validation message (instances can be huge)
 
-TOOLS: dict[str, Tool] = {
-    t.name: t
-    for t in (
-        classify_and_capture.TOOL,
-        list_entries.TOOL,
-        get_entry.TOOL,
-        search_entries.TOOL,
-        ask_notes.TOOL,
-        update_entry.TOOL,
-        move_entry.TOOL,
-        generate_digest.TOOL,
-        list_backlinks.TOOL,
-        answer.TOOL,
-    )
-}
+# The tools the model may call, in the order it is shown them: one module each under tools/,
+# whose TOOL is its schema, description and function. A new tool is its module and one line.
+TOOL_MODULES = (
+    "classify_and_capture",
+    "list_entries",
+    "get_entry",
+    "search_entries",
+    "ask_notes",
+    "update_entry",
+    "move_entry",
+    "generate_digest",
+    "list_backlinks",
+    "answer",
+)
+
+
+def _registered(module: str) -> Tool:
+    tool = import_module(f"tools.{module}").TOOL
+    if not isinstance(tool, Tool) or tool.name != module:
+        raise TypeError(f"tools/{module}.py must define TOOL, a Tool named {module!r}")
+    return tool
+
+
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in map(_registered, TOOL_MODULES)}
 _VALIDATORS: dict[str, Draft202012Validator] = {
     name: Draft202012Validator(tool.parameters) for name, tool in TOOLS.items()
 }
@@ -225,6 +223,51 @@ def _with_dropped(output: ToolOutput, dropped: list[str]) -> ToolOutput:
     return ToolOutput(output.kind, data, f"{output.text}; left out: {'; '.join(dropped)}")
 
 
+async def _outcome(ctx: ToolContext, name: str, arguments: dict[str, Any] | None,
+                   parse_error: str | None) -> tuple[ToolOutput | None, dict[str, Any] | None]:
+    """The call's output, or the error the model is told."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return None, _error("unknown_tool",
+                            f"unknown tool {name[:80]!r}; valid tools: {', '.join(TOOLS)}")
+    if parse_error is not None:
+        preview = parse_error if len(parse_error) <= _PREVIEW else parse_error[:_PREVIEW] + "…"
+        return None, _error("invalid_json", f"arguments were not valid JSON: {preview}")
+    args: Any = {} if arguments is None else arguments
+    problems = validation_errors(name, args)
+    repaired = tool.repair(args) if problems and tool.repair is not None else None
+    dropped: list[str] = []
+    if repaired is not None and not validation_errors(name, repaired[0]):
+        args, problems, dropped = repaired[0], [], repaired[1]
+    if problems:
+        return None, _error("invalid_arguments",
+                            f"arguments do not match the {name} schema: {'; '.join(problems)}",
+                            details=problems)
+    if not tool.read_only and ctx.tally.full:
+        return None, _error("too_many_changes", ctx.over_cap)
+    return await _run(ctx, tool, args, dropped)
+
+
+async def _run(ctx: ToolContext, tool: Tool, args: Any,
+               dropped: list[str]) -> tuple[ToolOutput | None, dict[str, Any] | None]:
+    try:
+        with counting(ctx.tally):  # every write the call makes, by the Store
+            output = await tool.run(ctx, args)
+        if tool.read_only:
+            ctx.saw(output.data)
+        return (_with_dropped(output, dropped) if dropped else output), None
+    except StorageError as exc:
+        return None, _storage_error(exc)
+    except ToolError as exc:
+        return None, _error(exc.code, exc.message, details=exc.details,
+                            candidates=exc.candidates)
+    except Exception as exc:  # a bug must reach the model as a result, not kill the turn
+        down = unwritable(exc)
+        if down is not None:
+            raise StorageDown(down) from exc
+        return None, _error("internal", f"tool failed: {type(exc).__name__}: {exc}"[:500])
+
+
 async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str, Any] | None,
                   parse_error: str | None = None) -> Execution:
     """Run one tool call. Every failure of the call is an error Execution; storage that
@@ -232,49 +275,7 @@ async def execute(ctx: ToolContext, call_id: str, name: str, arguments: dict[str
     model: StorageDown, and the turn waits for storage (bot/jobs/worker.py)."""
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    output: ToolOutput | None = None
-    error: dict[str, Any] | None = None
-    tool = TOOLS.get(name)
-    if tool is None:
-        error = _error("unknown_tool",
-                       f"unknown tool {name[:80]!r}; valid tools: {', '.join(TOOLS)}")
-    elif parse_error is not None:
-        preview = parse_error if len(parse_error) <= _PREVIEW else parse_error[:_PREVIEW] + "…"
-        error = _error("invalid_json", f"arguments were not valid JSON: {preview}")
-    else:
-        args: Any = {} if arguments is None else arguments
-        problems = validation_errors(name, args)
-        repaired = tool.repair(args) if problems and tool.repair is not None else None
-        if repaired is not None and not validation_errors(name, repaired[0]):
-            args, problems = repaired[0], []
-            dropped = repaired[1]
-        else:
-            dropped = []
-        if problems:
-            error = _error("invalid_arguments",
-                           f"arguments do not match the {name} schema: {'; '.join(problems)}",
-                           details=problems)
-        elif not tool.read_only and ctx.tally.full:
-            error = _error("too_many_changes", ctx.over_cap)
-        else:
-            try:
-                with counting(ctx.tally):  # every write the call makes, by the Store
-                    output = await tool.run(ctx, args)
-                if tool.read_only:
-                    ctx.saw(output.data)
-                if dropped:
-                    output = _with_dropped(output, dropped)
-            except StorageError as exc:
-                error = _storage_error(exc)
-            except ToolError as exc:
-                error = _error(exc.code, exc.message, details=exc.details,
-                               candidates=exc.candidates)
-            except Exception as exc:  # a bug must reach the model as a result, not kill the turn
-                down = unwritable(exc)
-                if down is not None:
-                    raise StorageDown(down) from exc
-                error = _error("internal", f"tool failed: {type(exc).__name__}: {exc}"[:500])
-
+    output, error = await _outcome(ctx, name, arguments, parse_error)
     content = ""
     if output is not None:
         try:

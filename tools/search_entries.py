@@ -28,7 +28,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     query: str = args["query"]
     category = args.get("category")
     limit = limit_arg(args)
-    result = await ctx.store.search(query, category=category, limit=limit)
+    result = await ctx.deps.store.search(query, category=category, limit=limit)
     data = result.to_dict()
     data["query"] = query
     if category:

@@ -52,11 +52,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     if "category" in updates:
         raise ToolError("invalid", "cannot change category here: use move_entry")
     try:  # "tomorrow" becomes its day, as in a capture; "2026-13-45" is refused
-        updates = with_dates(updates, today_in(ctx.tz))
+        updates = with_dates(updates, today_in(ctx.deps.tz))
     except ValueError as exc:
         raise ToolError("invalid", str(exc)) from None
-    path = await ctx.store.resolve(args["path"], by_words=True)  # one note, never a guess
-    entry = await ctx.store.update(path, updates, append_body=append)
+    path = await ctx.deps.store.resolve(args["path"], by_words=True)  # one note, never a guess
+    entry = await ctx.deps.store.update(path, updates, append_body=append)
     changed = list(updates) + (["body"] if append else [])
     data = entry_data(entry)
     data["changed_fields"] = changed

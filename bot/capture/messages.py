@@ -20,7 +20,8 @@ from bot.llm.types import LLMError, Message, RequestOptions
 from bot.turn.tool_calls import ToolCalls
 from tools.base import derived_id
 from tools.capture.fence import RULE, Fence
-from tools.classify_and_capture import DESCRIPTION, SCHEMA, capture_thought, repair
+from tools.capture.thought import capture_thought
+from tools.classify_and_capture import DESCRIPTION, SCHEMA, repair
 from tools.readers.sections import SharedFile, read_all
 from tools.web.links import message_links
 

@@ -18,7 +18,7 @@ from bot.commands.storage_cmds import (
     print_entry,
     title_from_text,
 )
-from storage.types import CATEGORIES, MAX_NAME
+from storage.types import CATEGORIES, MAX_NAME, ReceiptDraft
 
 
 def _shared_files(paths: list[str], max_mb: float) -> list[Any]:
@@ -78,13 +78,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         sections = await file_sections(v.store, done)
         name = given_name or title_from_text(text or sections.title or "file")
         body = (text + "\n" if text else "") + sections.text
-        entry = await v.store.create(args.category, name, {"source": "cli"}, body)
         # A capture like any other: its receipt counts in the digests ("Captured N this week").
-        if entry.id:  # (a note the store makes always has one)
-            await v.brain.receipts.record(user_id=v.user, original_text=text or name,
-                                               entry_id=entry.id, path=entry.path,
-                                               category=args.category, confidence=None,
-                                               status="filed")
+        entry = (await v.store.create_once(
+            args.category, name, {"source": "cli"}, body, entry_id=None,
+            receipt=ReceiptDraft(user_id=v.user, original_text=text or name,
+                                 category=args.category, status="filed"))).entry
         for problem in sections.problems:
             print(f"brain: filed, but {problem}", file=sys.stderr)
         return entry

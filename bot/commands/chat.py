@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from bot.brain import Brain
     from bot.config import Settings
+    from bot.turn.reply import Reply
     from bot.turn.result import TurnResult
 
 HISTORY_SHOWN = 10  # changes /history lists
@@ -77,17 +78,22 @@ def register(sub: Any) -> None:
     lg.set_defaults(handler=lambda args: run(lambda: _log(args)))
 
 
-def _print_turn(result: TurnResult, verbose: bool, out: TextIO) -> None:
+def _print_reply(reply: Reply, verbose: bool, out: TextIO) -> None:
+    """The reply as the terminal shows it (Slack renders the same `Reply` as Block Kit): its
+    words, which already say what the cards would; with --verbose, each tool run first."""
     if verbose:
-        for e in result.executions:
-            args = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None else "?"
+        for run in reply.runs:
+            args = json.dumps(run.arguments, ensure_ascii=False) \
+                if run.arguments is not None else "?"
             if len(args) > 200:
                 args = args[:200] + "…"
-            detail = "" if e.status == "ok" else f" ({(e.error or {}).get('message', '')})"
-            print(f"  → {e.tool} {args} {e.status}{detail} {e.duration_ms:.0f} ms", file=out)
+            detail = "" if run.ok else f" ({run.error})"
+            print(f"  → {run.tool} {args} {'ok' if run.ok else 'error'}{detail} "
+                  f"{run.ms:.0f} ms", file=out)
+        result = reply.result
         print(f"  [{result.llm_calls} LLM call(s), {result.usage.input_tokens} in / "
               f"{result.usage.output_tokens} out tokens]", file=out)
-    print(result.text or "(the brain sent no reply; `brain log` shows what the turn did)",
+    print(reply.text or "(the brain sent no reply; `brain log` shows what the turn did)",
           file=out)
     out.flush()
 
@@ -170,8 +176,6 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _session(runner: asyncio.Runner, brain: Brain, settings: Settings,
              args: argparse.Namespace) -> int:
-    from bot.llm.types import LLMError
-
     user = user_id(settings, args)
     interactive = sys.stdin.isatty()
     history = history_file(settings.data_dir, user) if interactive else None
@@ -183,6 +187,7 @@ def _session(runner: asyncio.Runner, brain: Brain, settings: Settings,
     if interactive:
         print(f"Conversation {key}. Type a thought or a question; /help lists the commands; "
               "Ctrl-D leaves.")
+    chat = _Chat(runner, brain, args, user, key, history, interactive)
     while True:
         line: str | None = first
         if first is not None:
@@ -195,45 +200,65 @@ def _session(runner: asyncio.Runner, brain: Brain, settings: Settings,
                     raise
                 print()  # Ctrl-C: the line is dropped, the chat goes on
                 continue
-        if line is None:
+        if line is None or chat.said(line.strip()) == "quit":
             return 0
-        text = line.strip()
+
+
+class _Chat:
+    """One chat session: each line read is one of the chat's own words or a message."""
+
+    def __init__(self, runner: asyncio.Runner, brain: Brain, args: argparse.Namespace,
+                 user: str, key: str, history: Path | None, interactive: bool) -> None:
+        self.runner, self.brain, self.args = runner, brain, args
+        self.user, self.key, self.history, self.interactive = user, key, history, interactive
+
+    def said(self, text: str) -> str | None:
+        """Answer one line; "quit" when the chat ends."""
         if not text:
-            continue
+            return None
         word = chat_words.read(text)
-        if word is not None:
-            if word.name == "quit":
-                return 0
-            if word.name == "new":
-                key = _new_key(user)
-            _say(args, word.name, runner.run(_word(brain, user, word, key, history)))
-            continue
+        if word is None:
+            self._message(text)
+            return None
+        if word.name == "quit":
+            return "quit"
+        if word.name == "new":
+            self.key = _new_key(self.user)
+        _say(self.args, word.name, self.runner.run(
+            _word(self.brain, self.user, word, self.key, self.history)))
+        return word.name
+
+    def _message(self, text: str) -> None:
+        from bot.llm.types import LLMError
+
         try:
-            result = runner.run(_turn(brain, key, user, text))
+            reply = self.runner.run(_turn(self.brain, self.key, self.user, text))
         except KeyboardInterrupt:
-            if not interactive:
+            if not self.interactive:
                 raise
             print("(interrupted: what the turn did so far is kept; /history shows it, "
                   "/undo puts the last change back)")
-            continue
-        except LLMError as exc:  # handle() already saves thoughts; this is a last resort
+            return
+        except LLMError as exc:  # the turn already keeps thoughts; this is a last resort
             print(f"brain: the language model failed: {exc.message}", file=sys.stderr)
-            continue
-        if args.json:
+            return
+        if self.args.json:
+            result = reply.result
             print_json({"text": result.text, "llm_calls": result.llm_calls,
                         "outage": result.outage, "rescued": result.rescued,
                         "tools": [_execution_dict(e) for e in result.executions]})
         else:
-            _print_turn(result, args.verbose, sys.stdout)
+            _print_reply(reply, self.args.verbose, sys.stdout)
 
 
-async def _turn(brain: Brain, key: str, user: str, text: str) -> TurnResult:
-    with brain.acting_as(user, "cli chat"):
-        result = await brain.turns.handle(conversation_key=key, user_id=user, text=text,
-                                          source="cli")
-        if result.filed:  # after the reply: vectors for what it filed
+async def _turn(brain: Brain, key: str, user: str, text: str) -> Reply:
+    async def embed(result: TurnResult) -> None:
+        if result.filed:  # after the turn: vectors for what it filed (no indexer runs here)
             await brain.stores.embed_new(brain.store_for(user))
-    return result
+
+    with brain.acting_as(user, "cli chat"):
+        return await brain.replies.reply(conversation_key=key, user_id=user, text=text,
+                                         source="cli", after=embed)
 
 
 async def _word(brain: Brain, user: str, word: chat_words.Word, key: str,

@@ -110,12 +110,6 @@ def port_number(text: str) -> int:
     return value
 
 
-def vault_path(settings: Settings, args: argparse.Namespace) -> Path:
-    if getattr(args, "vault", None) is not None:
-        return Path(args.vault)
-    return settings.vault_for(user_id(settings, args))
-
-
 def user_id(settings: Settings, args: argparse.Namespace) -> str:
     return getattr(args, "user", None) or settings.default_user
 

@@ -207,10 +207,6 @@ class JobContext:
     owner: str | None = None  # the worker holding the lease (None: not fenced)
     noted: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def first_attempt(self) -> bool:
-        return self.job.attempts <= 1
-
     async def remember(self, **effects: Any) -> None:
         """Record effects the moment they are made (a later run must not repeat them);
         LeaseLost when another worker has taken the job over (the handler stops: the effects

@@ -133,13 +133,3 @@ def clean(text: str | None) -> str | None:
     out = re.sub(r"[ \t]+\n", "\n", out)
     out = re.sub(r"\n{3,}", "\n\n", out).strip()
     return out if re.search(r"\w", out) else None
-
-
-def has_syntax(text: str | None) -> bool:
-    """Does the text still hold tool syntax or control tags? (For tests and the bench.)"""
-    if not text:
-        return False
-    if _BLOCKS.search(text) or _TAGS.search(text) or _FUNCTIONS.search(text):
-        return True
-    return any(isinstance(v, dict) and (_MACHINE_KEYS & set(v) or _as_call(v, None))
-               for _, _, v in _objects(text))

@@ -5,8 +5,6 @@ shared thread's answer records nothing."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from slack_sdk.models.blocks import (
     ContextActionsBlock,
     FeedbackButtonObject,
@@ -18,14 +16,6 @@ VALUES = ("good", "bad")
 SORRY = ("Thanks for saying so. To put it right, reply in this thread: `fix: projects` (or "
          "another category) re-files the note, a correction (\"actually it's due on the "
          "20th\") updates it, and the right answer, told as a thought, is kept as a note.")
-
-
-def answered(result: Any) -> bool:
-    """A turn that answered (nothing filed, moved or changed) gets feedback buttons."""
-    return getattr(result, "turn_id", None) is not None and \
-        getattr(result, "outage", None) is None and not any(
-        ex.status == "ok" and ex.output is not None
-        and ex.output.kind in ("capture", "move", "update") for ex in result.executions)
 
 
 def feedback_block(turn_id: int) -> ContextActionsBlock:

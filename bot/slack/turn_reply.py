@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, ConfirmObject, ContextBlock
 
@@ -24,62 +23,43 @@ from bot.slack.cards import (
     prose,
     section,
 )
-from bot.slack.feedback import answered, feedback_block
+from bot.slack.feedback import feedback_block
+from bot.turn.reply import Reply, Run
 
 
-def turn_message(result: Any) -> SlackMessage:
+def turn_message(reply: Reply) -> SlackMessage:
     """The reply to one turn: text, a card per result, the tool runs. Always valid; when it
     would pass Slack's 50 blocks the middle is cut to a line, never an Undo: a turn that
     changed something keeps a button that puts it all back."""
-    cards: dict[str, list[Block]] = {}  # one card per note: a later result replaces an earlier
-    summaries: list[str] = []
-    for n, ex in enumerate(result.executions):
-        if ex.status != "ok" or ex.output is None:
-            continue
-        out = output_blocks(ex.output.kind, ex.output.data)
-        note_id = ex.output.data.get("id") if ex.output.kind in ("capture", "move") else None
-        cards[f"note:{note_id}" if note_id else f"run:{n}"] = out
-        if ex.output.text:
-            summaries.append(ex.output.text)
-    reply = (result.text or "").strip()
-    # A turn of only captures/moves: the cards say it all; the reply stays the fallback text.
-    only_cards = bool(cards) and all(
-        ex.status == "ok" and ex.output is not None and ex.output.kind in ("capture", "move")
-        for ex in result.executions)
-    head: list[Block] = []
-    if reply and reply not in summaries and not only_cards:
-        head.append(prose(escape(reply)))
-    runs = runs_context(result.executions)
-    rated = answered(result) and bool(head or cards)
+    head: list[Block] = [prose(escape(reply.text))] if reply.says_more else []
+    shown = [blocks for c in reply.cards if (blocks := output_blocks(c.kind, c.data))]
+    runs = runs_context(reply.runs)
+    rated = reply.answered and bool(head or reply.cards)
     room = MAX_BLOCKS - (1 if runs else 0) - (1 if rated else 0)
-    shown = [c for c in cards.values() if c]
-    undo = changes_undo(result)
+    undo = changes_undo(reply)
     if undo is None and len(head) + sum(map(len, shown)) > room:
-        undo = changes_undo(result, cut=True)  # cards with their own Undo will be left out
+        undo = changes_undo(reply, cut=True)  # cards with their own Undo will be left out
     blocks = fitted(head, shown, room - (1 if undo is not None else 0), undo=undo is not None)
     if undo is not None:
         blocks.append(undo)
-    if rated:
-        blocks.append(feedback_block(result.turn_id))
+    if rated and reply.turn_id is not None:
+        blocks.append(feedback_block(reply.turn_id))
     if runs:
         blocks.append(runs)
     if not blocks:
         blocks.append(section("Done."))
     # The fallback text is mrkdwn too (notifications render it): escaped like the blocks, so
     # model text cannot ping @channel or forge a link there either.
-    fallback = escape(reply or "\n".join(summaries)) or "Done."
+    fallback = escape(reply.text or "\n".join(reply.summaries)) or "Done."
     return message(blocks, clip(fallback, MAX_MESSAGE_TEXT))
 
 
-def changes_undo(result: Any, *, cut: bool = False) -> ActionsBlock | None:
+def changes_undo(reply: Reply, *, cut: bool = False) -> ActionsBlock | None:
     """Undo for what a turn changed beyond its capture cards (updates, moves, links), or for
     all of it when some cards did not fit (`cut`): the history's changes, put back newest
     first."""
-    changes = list(getattr(result, "changes", ()) or ())
-    beyond = any(ex.status == "ok" and ex.tool not in ("classify_and_capture",)
-                 and ex.output is not None and ex.output.kind not in ("capture",)
-                 for ex in result.executions)
-    if not changes or not (beyond or cut):
+    changes = list(reply.changes)
+    if not changes or not (reply.undo_beyond_cards or cut):
         return None
     many = len(changes) > 1
     return ActionsBlock(block_id=f"undo-changes-{changes[-1][:12]}", elements=[ButtonElement(
@@ -118,13 +98,13 @@ def _card_name(card: list[Block]) -> str:
     return clip(text.split("\n", 1)[0], 80)
 
 
-def runs_context(executions: Iterable[Any]) -> ContextBlock | None:
+def runs_context(runs: Iterable[Run]) -> ContextBlock | None:
     """One context line: tool, short arguments, status, milliseconds."""
     parts = []
-    for ex in executions:
-        args = json.dumps(ex.arguments, ensure_ascii=False) if ex.arguments else ""
-        mark = "ok" if ex.status == "ok" else "error"
-        parts.append(f"`{ex.tool}` {escape(clip(args, 60))} {mark} {float(ex.duration_ms):.0f} ms")
+    for run in runs:
+        args = json.dumps(run.arguments, ensure_ascii=False) if run.arguments else ""
+        parts.append(f"`{run.tool}` {escape(clip(args, 60))} {'ok' if run.ok else 'error'} "
+                     f"{run.ms:.0f} ms")
     if not parts:
         return None
     return context(clip(" · ".join(parts), MAX_CONTEXT_TEXT))

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from bot.answers.final import cite_prose, needs_citations
 from bot.core import Core
 from bot.jobs.queue import JobRow
 from bot.llm.offline import OfflineProvider
-from bot.llm.types import LLMError, Message, ToolCall, ToolSpec
+from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
 from bot.stores import Stores
 from bot.turn import wording
 from bot.turn.conversations import Conversations
 from bot.turn.loop import LoopOutcome, run_turn
 from bot.turn.messages import receipt_message, request_messages, stored_message
-from bot.turn.prompts import system_prompt
+from bot.turn.prompts import FiledNote, system_prompt
 from bot.turn.result import (
     ANSWERED_WITHOUT_FILING,
     Progress,
@@ -43,11 +45,12 @@ from bot.turn.tool_calls import ToolCalls
 from storage import repositories
 from storage.errors import StorageDown
 from storage.history import collecting
+from storage.repositories import ConversationRow, MessageRow
 from tools import registry
 from tools.base import ToolContext
 from tools.capture.fence import Fence
 from tools.capture.limits import refusal
-from tools.classify_and_capture import capture_thought
+from tools.capture.thought import capture_thought
 from tools.readers.sections import SharedFile, for_the_model, read_all
 from tools.registry import Execution, execute, tool_specs
 from tools.rules import corrections
@@ -57,6 +60,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_TURNS = 6  # recent whole turns sent with each request
 NO_ANSWER = "I have no answer to that (the model returned nothing); please try again."
+INTERNAL_ERROR = "an internal error"
 
 
 class TurnRunner:
@@ -97,125 +101,145 @@ class TurnRunner:
                       changes: list[str], files: list[SharedFile],
                       unfurls: list[dict[str, str]] | None,
                       progress: Progress | None) -> TurnResult:
-        store = self.core.store_for(user_id)
-        # One transaction opens the turn: conversation, its filed notes, its recent turns.
+        opened = await self._open(conversation_key, user_id, text, channel, thread_ts, job)
+        ctx, view = await self._context(opened, user_id, text, source, channel, thread_ts,
+                                        job, files, unfurls)
+        # In the thread of a filed note, a reply that reads as a change to it is applied to
+        # it (by the model, else by the rules), never filed as a new note.
+        note = opened.filed[-1] if opened.filed else None
+        change = corrections.read(text, today=self.core.today()) if note else None
+        unclear = note is not None and change is None and corrections.sounds_like_change(text)
+        thread = InThread(note, change, unclear)
+        run_call = _caller(ctx, thread, progress)
+        talk = await self._converse(opened, user_id, text, view, ctx, thread, run_call)
+        rescued = await self._settle(ctx, text, talk, thread, run_call)
+        outcome, failure = talk.outcome, talk.failure
+        if capped := over_cap(outcome.executions):  # the reply says what was kept
+            outcome.text = f"{outcome.text}\n\n{capped}".strip()
+        if talk.notice:
+            outcome.text = f"{talk.notice}\n\n{outcome.text}"
+        result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
+                            opened.turn_id, outage=failure.kind if failure is not None else None,
+                            rescued=rescued, changes=tuple(changes))
+        status = (("outage" if wording.is_outage(failure) else "refused") if failure
+                  else ("rescued" if rescued else "ok"))
+        await self.conversations.finish(opened.conv.id, opened.turn_id, outcome, status=status,
+                                        job_id=job.id if job else None, result=result,
+                                        job_owner=job.lease_owner if job else None)
+        return result
+
+    async def _open(self, conversation_key: str, user_id: str, text: str, channel: str | None,
+                    thread_ts: str | None, job: JobRow | None) -> Opened:
+        """One transaction opens the turn: conversation, its filed notes, its recent turns."""
         async with self.db.session() as s:
             conv = await repositories.get_or_create_conversation(
                 s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
-            captures = await self.core.receipts.for_conversation(conv.id, session=s)
+            receipts = await self.core.receipts.for_conversation(conv.id, session=s)
             turn_id = await repositories.start_turn(s, conv.id, text,
                                                     job_id=job.id if job else None)
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
-        filed = filed_notes(captures)
+        return Opened(conv, turn_id, filed_notes(receipts), stored_turns)
+
+    async def _context(self, opened: Opened, user_id: str, text: str, source: str,
+                       channel: str | None, thread_ts: str | None, job: JobRow | None,
+                       files: list[SharedFile], unfurls: list[dict[str, str]] | None,
+                       ) -> tuple[ToolContext, str]:
+        """The tools' context for the turn, and the message as the model sees it: its files
+        and pages read, and fenced as data with a code made for this turn."""
         limits = self.settings.reader_limits(user_id)
         shared = await read_all(files, limits)
         shared += await message_links(text, allow_hosts=self.settings.fetch_allow_hosts,
                                       limits=limits, unfurls=unfurls)
-        # What files and pages hold is fenced as data, with a code made for this turn.
         view = message_view(text) + (f"\n\n{for_the_model(shared, Fence())}" if shared else "")
-        ctx = self.tools.context(user_id, conversation_id=conv.id, turn_id=turn_id,
-                                 source=source, channel=channel, thread_ts=thread_ts,
-                                 message=text, message_view=view,
+        ctx = self.tools.context(user_id, conversation_id=opened.conv.id,
+                                 turn_id=opened.turn_id, source=source, channel=channel,
+                                 thread_ts=thread_ts, message=text, message_view=view,
                                  job_id=job.id if job else None,
                                  job_key=job.key if job else None,
                                  job_attempt=job.attempts if job else 1)
         ctx.shared = shared
+        return ctx, view
 
-        # In the thread of a filed note, a reply that reads as a change to it is applied to
-        # it (by the model, else by the rules below), never filed as a new note.
-        note = filed[-1] if filed else None
-        change = corrections.read(text, today=self.core.today()) if note else None
-        unclear = note is not None and change is None and corrections.sounds_like_change(text)
-
-        async def run_call(call: ToolCall) -> Execution:
-            if note is not None and (change or unclear) and call.name == "classify_and_capture":
-                return not_a_new_note(call, note)
-            if progress is not None:
-                await progress(call, None)
-            done = await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
-            if progress is not None:
-                await progress(call, done)
-            return done
-
-        failure: LLMError | None = None
-        rescued: str | None = None
+    async def _converse(self, opened: Opened, user_id: str, text: str, view: str,
+                        ctx: ToolContext, thread: InThread, run_call: Caller) -> Talk:
+        """The model's part of the turn (or the rules' `fix:`), and why it kept nothing, if
+        it did not."""
         notice: str | None = None  # the person's chosen model is gone: said once
-        direct = corrections.parse_fix(text)
         try:
-            if direct is not None and note is not None:
+            direct = corrections.parse_fix(text)
+            if direct is not None and thread.note is not None:
                 # "fix: projects" needs no LLM call: move the latest note of this thread.
                 call = ToolCall(id="direct_fix_1", name="move_entry",
-                                arguments={"path": note.id or note.path,
+                                arguments={"path": thread.note.id or thread.note.path,
                                            "target_category": direct})
                 outcome = direct_move_outcome(text, call, await run_call(call))
             else:
-                summary = await store.summary()
-                system = system_prompt(now=self.core.now(), summary=summary, filed=filed,
-                                       threshold=self.settings.confidence_threshold,
-                                       viewing=(conv.context or {}).get("channel_id"))
-                earlier = request_messages([[stored_message(m) for m in t] for t in stored_turns])
                 provider, notice = await self.core.provider_for(user_id)
-                outcome = await run_turn(provider, system=system, earlier=earlier,
-                                         user_text=view, tools=self._specs, execute=run_call,
-                                         max_iterations=self.settings.max_iterations,
-                                         terminal=self._terminal, parallel=self._parallel)
-                if (outcome.error is None and not isinstance(provider, OfflineProvider)
-                        and needs_citations(outcome, self._parallel)):
-                    try:
-                        await cite_prose(provider, system=system, earlier=earlier,
-                                         outcome=outcome, execute=run_call,
-                                         returned=bool(ctx.returned))
-                    except LLMError as exc:  # the prose stays unchecked: never shown
-                        outcome.error = exc
+                outcome = await self._ask_model(opened, user_id, view, ctx, run_call, provider)
             failure = outcome.error
-            reason: str | None
             if failure is not None:
-                log.warning("LLM %s in turn %s: %s", failure.kind, turn_id,
+                log.warning("LLM %s in turn %s: %s", failure.kind, opened.turn_id,
                             failure.server_message or failure.message)
-                reason = wording.reason(failure)
-            else:
-                reason = None if kept(outcome) else trouble(outcome)
+                return Talk(outcome, failure, wording.reason(failure), notice)
+            return Talk(outcome, None, None if kept(outcome) else trouble(outcome), notice)
         except StorageDown:
             raise  # storage cannot be written: the rescue could not either; the job waits
         except Exception:
-            # A bug must not cost the user their thought: log it, and rescue below.
-            log.exception("turn %s failed", turn_id)
+            # A bug must not cost the user their thought: log it, and rescue after.
+            log.exception("turn %s failed", opened.turn_id)
             outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])
-            reason = "an internal error"
-        if note is not None and (change or unclear) and not changed_note(outcome):
-            if change is not None:
-                name, arguments = change.call(note.id or note.path)
+            return Talk(outcome, None, INTERNAL_ERROR, notice)
+
+    async def _ask_model(self, opened: Opened, user_id: str, view: str, ctx: ToolContext,
+                         run_call: Caller, provider: Provider) -> LoopOutcome:
+        store = self.core.store_for(user_id)
+        system = system_prompt(now=self.core.now(), summary=await store.summary(),
+                               filed=opened.filed,
+                               threshold=self.settings.confidence_threshold,
+                               viewing=(opened.conv.context or {}).get("channel_id"))
+        earlier = request_messages([[stored_message(m) for m in t]
+                                    for t in opened.stored_turns])
+        outcome = await run_turn(provider, system=system, earlier=earlier, user_text=view,
+                                 tools=self._specs, execute=run_call,
+                                 max_iterations=self.settings.max_iterations,
+                                 terminal=self._terminal, parallel=self._parallel)
+        if (outcome.error is None and not isinstance(provider, OfflineProvider)
+                and needs_citations(outcome, self._parallel)):
+            try:
+                await cite_prose(provider, system=system, earlier=earlier, outcome=outcome,
+                                 execute=run_call, returned=bool(ctx.returned))
+            except LLMError as exc:  # the prose stays unchecked: never shown
+                outcome.error = exc
+        return outcome
+
+    async def _settle(self, ctx: ToolContext, text: str, talk: Talk, thread: InThread,
+                      run_call: Caller) -> str | None:
+        """The reply made true to what happened: a change to the thread's note applied by the
+        rules (or asked about), a thought the turn did not keep rescued, an error said as one.
+        Returns why the thought was rescued, if it was."""
+        outcome, reason = talk.outcome, talk.reason
+        if thread.note is not None and thread.wants_change and not changed_note(outcome):
+            if thread.change is not None:
+                name, arguments = thread.change.call(thread.note.id or thread.note.path)
                 call = ToolCall(id="rule_fix_1", name=name, arguments=arguments)
                 applied_by_rules(outcome, call, await run_call(call))
             else:
-                outcome.text = corrections.question(note.name)
+                outcome.text = corrections.question(thread.note.name)
                 outcome.messages.append(receipt_message(outcome.text))
         elif reason is not None and looks_like_thought(text):
-            rescued = reason
-            await self._rescue(ctx, text, reason, outcome, failure=failure)
-        elif failure is not None:
-            outcome.text = wording.nothing_saved(failure)
+            await self._rescue(ctx, text, reason, outcome, failure=talk.failure)
+            return reason
+        elif talk.failure is not None:
+            outcome.text = wording.nothing_saved(talk.failure)
             outcome.messages.append(receipt_message(outcome.text))
-        elif reason == "an internal error":
+        elif reason == INTERNAL_ERROR:
             outcome.text = "Something went wrong on my side; nothing was saved. Please try again."
             outcome.messages.append(receipt_message(outcome.text))
         else:
             told_truth(outcome)
             outcome.text = with_filed_summary(outcome) or NO_ANSWER
-        if capped := over_cap(outcome.executions):  # the reply says what was kept
-            outcome.text = f"{outcome.text}\n\n{capped}".strip()
-        outage = failure.kind if failure is not None else None
-        if notice:
-            outcome.text = f"{notice}\n\n{outcome.text}"
-        result = TurnResult(outcome.text, outcome.executions, outcome.usage, outcome.llm_calls,
-                            turn_id, outage=outage, rescued=rescued, changes=tuple(changes))
-        status = (("outage" if wording.is_outage(failure) else "refused") if failure
-                  else ("rescued" if rescued else "ok"))
-        await self.conversations.finish(conv.id, turn_id, outcome, status=status,
-                           job_id=job.id if job else None, result=result,
-                           job_owner=job.lease_owner if job else None)
-        return result
+        return None
 
     async def _rescue(self, ctx: ToolContext, text: str, reason: str, outcome: LoopOutcome,
                       *, failure: LLMError | None) -> None:
@@ -244,3 +268,58 @@ class TurnRunner:
             outcome.messages[-1] = receipt_message(outcome.text)
         else:
             outcome.messages.append(receipt_message(outcome.text))
+
+
+Caller = Callable[[ToolCall], Awaitable[Execution]]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A turn as it opens: its conversation, its id, the notes its thread filed, and the
+    conversation's recent turns."""
+
+    conv: ConversationRow
+    turn_id: int
+    filed: list[FiledNote]
+    stored_turns: list[list[MessageRow]]
+
+
+@dataclass(frozen=True)
+class InThread:
+    """The thread's latest filed note, and whether the message reads as a change to it
+    (`change`: the rules could read which; `unclear`: it sounds like one, but which not)."""
+
+    note: FiledNote | None
+    change: corrections.Correction | None
+    unclear: bool
+
+    @property
+    def wants_change(self) -> bool:
+        return self.change is not None or self.unclear
+
+
+@dataclass
+class Talk:
+    """What the model's part of the turn came to: its outcome, the model's failure, why
+    nothing was kept (None: something was), and a notice about the person's model."""
+
+    outcome: LoopOutcome
+    failure: LLMError | None
+    reason: str | None
+    notice: str | None
+
+
+def _caller(ctx: ToolContext, thread: InThread, progress: Progress | None) -> Caller:
+    """How the turn runs a tool call: a new note refused where the message changes the
+    thread's note; each call told to `progress` as it starts and ends."""
+    async def run_call(call: ToolCall) -> Execution:
+        if thread.note is not None and thread.wants_change \
+                and call.name == "classify_and_capture":
+            return not_a_new_note(call, thread.note)
+        if progress is not None:
+            await progress(call, None)
+        done = await execute(ctx, call.id, call.name, call.arguments, call.parse_error)
+        if progress is not None:
+            await progress(call, done)
+        return done
+    return run_call

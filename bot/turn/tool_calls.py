@@ -13,7 +13,7 @@ from typing import Any
 from bot.core import Core
 from bot.digest.service import Digests
 from storage.history import Tally
-from tools.base import ToolContext
+from tools.base import ToolContext, ToolDeps
 from tools.readers.sections import Read
 from tools.registry import Execution, execute
 from tools.web.links import shared_links
@@ -50,11 +50,11 @@ class ToolCalls:
             return await shared_links(urls, allow_hosts=settings.fetch_allow_hosts,
                                       limits=settings.reader_limits(user_id))
 
-        return ToolContext(store=store, db=core.db, user_id=user_id,
-                           confidence_threshold=settings.confidence_threshold,
-                           tz=settings.tz, similar=core.stores.turn_similar(store),
-                           make_digest=self.digests.maker(store, user_id),
-                           read_links=read_links, **fields)
+        deps = ToolDeps(store=store, db=core.db, user_id=user_id,
+                        confidence_threshold=settings.confidence_threshold,
+                        tz=settings.tz, similar=core.stores.turn_similar(store),
+                        make_digest=self.digests.maker(store, user_id), read_links=read_links)
+        return ToolContext(deps=deps, **fields)
 
     def batch(self) -> Batch:
         """A new MCP session's bound on writes, from the settings."""

@@ -18,7 +18,7 @@ from storage.meaning.texts import embed_key, note_extra, texts_for_note
 from storage.text import clean_values, name_text
 from storage.types import ATTACHMENTS, CATEGORIES
 from storage.vault.links import extract_links, link_key
-from storage.vault.note_text import ParsedNote, _find_block, load_yaml, normalise_scalar, parse_note
+from storage.vault.note_text import ParsedNote, find_block, load_yaml, normalise_scalar, parse_note
 
 
 def text_key(value: str) -> str:
@@ -93,10 +93,10 @@ _FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
 def read_note(text: str) -> ParsedNote:
     """parse_note's result, with libyaml when available (about 7x faster on a full index).
 
-    Same block rules (notes._find_block) and the same JSON-safe normalisation; anything libyaml
+    Same block rules (storage/vault/note_text.py `find_block`) and the same JSON-safe normalisation; anything libyaml
     does not load as a mapping goes to parse_note, which also words the error.
     """
-    block = _find_block(text) if _FAST_LOADER is not None else None
+    block = find_block(text) if _FAST_LOADER is not None else None
     if block is None:
         return parse_note(text)
     try:

@@ -175,10 +175,15 @@ def _picked(dialect: str, limit: int, shares: Shares | None,
     than running it)."""
     fair = fair_order(dialect, limit, shares, _NOW, _SINCE, kinds)
     if dialect == "postgresql":
-        # Window functions cannot be locked: lock the picked rows of `jobs` themselves.
-        picked = (select(Job.id).join(fair, fair.c.id == Job.id).where(_CLAIMABLE)
+        # Window functions cannot be locked: lock the picked rows of `jobs` themselves. As a
+        # materialized CTE: a plain `IN (... LIMIT n FOR UPDATE SKIP LOCKED)` may be run again
+        # for the rows the UPDATE scans, each run skipping the rows the last one locked, and
+        # a claim of 2 took 4 jobs (past a person's share, out of turn).
+        locked = (select(Job.id).join(fair, fair.c.id == Job.id).where(_CLAIMABLE)
                   .order_by(fair.c.turn, Job.id).limit(limit)
-                  .with_for_update(of=Job, skip_locked=True))
+                  .with_for_update(of=Job, skip_locked=True)
+                  .cte("picked").prefix_with("MATERIALIZED"))
+        picked = select(locked.c.id)
     else:
         picked = select(fair.c.id).order_by(fair.c.turn, fair.c.id).limit(limit)
     return picked.correlate(None).scalar_subquery()

@@ -21,6 +21,7 @@ from storage.db import Database
 from storage.errors import InvalidValue, NotFound
 from storage.models import Receipt, utcnow
 from storage.repositories.common import aware, not_empty, one_of, rowcount
+from storage.types import ReceiptDraft
 
 RECEIPT_STATUSES = ("filed", "needs_review", "fixed")
 
@@ -153,21 +154,18 @@ class Receipts:
             yield s
             await s.commit()
 
-    async def record(self, *, user_id: str, original_text: str, entry_id: str, path: str,
-                     category: str, confidence: float | None, status: str,
-                     conversation_id: int | None = None, turn_id: int | None = None,
-                     channel: str | None = None, thread_ts: str | None = None,
-                     job_id: int | None = None) -> bool:
-        """The receipt of a capture whose note is already on disk. A failure is logged and
-        returned as False, never raised: the note stands, and a caller that raised would make
-        the model capture the thought a second time."""
+    async def record(self, draft: ReceiptDraft, entry_id: str, path: str) -> bool:
+        """The receipt of a capture whose note is (about to be) at `path`. A failure is logged
+        and returned as False, never raised: the note stands, and a caller that raised would
+        make the model capture the thought a second time."""
         try:
             async with self._session(None) as s:
                 await add_receipt(
-                    s, user_id=user_id, original_text=original_text, entry_id=entry_id,
-                    path=path, category=category, confidence=confidence, status=status,
-                    conversation_id=conversation_id, turn_id=turn_id, channel=channel,
-                    thread_ts=thread_ts, job_id=job_id)
+                    s, user_id=draft.user_id, original_text=draft.original_text,
+                    entry_id=entry_id, path=path, category=draft.category,
+                    confidence=draft.confidence, status=draft.status,
+                    conversation_id=draft.conversation_id, turn_id=draft.turn_id,
+                    channel=draft.channel, thread_ts=draft.thread_ts, job_id=draft.job_id)
             return True
         except Exception:
             log.exception("capture receipt for %s not recorded", path)
@@ -192,6 +190,14 @@ class Receipts:
         except Exception:
             log.exception("capture receipt for %s not moved to %s", entry_id, path)
             return False
+
+    async def held(self, entry_id: str, user_id: str) -> str | None:
+        """Where the note this person's receipt of `entry_id` records is; None when no note
+        was made under the id (or it was undone since: it may be made again)."""
+        row = await self.for_entry(entry_id)
+        if row is None or row.user_id != user_id or row.category == "trash":
+            return None
+        return row.path
 
     async def drop(self, entry_id: str) -> None:
         """The note of a receipt written first could not be written: the receipt goes."""
@@ -223,3 +229,34 @@ class Receipts:
     async def for_entry_in(self, session: AsyncSession, entry_id: str) -> ReceiptRow | None:
         """`for_entry`, in the caller's transaction."""
         return await receipt_for_entry(session, entry_id)
+
+
+class ReceiptClaim:
+    """A capture's claim on its derived id (storage/vault/ids.py `Claim`): its receipt,
+    written before the note, moved with it, and the only thing that says the note was made."""
+
+    def __init__(self, receipts: Receipts, draft: ReceiptDraft, entry_id: str) -> None:
+        self.receipts, self.draft, self.entry_id = receipts, draft, entry_id
+        self.known = False  # a receipt of the id is there (ours, or an earlier run's)
+        self.mine = False  # this object wrote it
+        self.ok = True  # False: it could not be written (logged); the note stands
+
+    async def held(self) -> str | None:
+        row = await self.receipts.for_entry(self.entry_id)
+        if row is None or row.user_id != self.draft.user_id:
+            return None
+        self.known = True
+        return None if row.category == "trash" else row.path  # undone: made again
+
+    async def record(self, path: str) -> None:
+        if self.known:
+            self.ok = await self.receipts.placed(self.entry_id, path=path,
+                                                 category=self.draft.category,
+                                                 status=self.draft.status)
+            return
+        self.ok = await self.receipts.record(self.draft, self.entry_id, path)
+        self.known = self.mine = self.ok
+
+    async def release(self) -> None:
+        if self.mine:
+            await self.receipts.drop(self.entry_id)

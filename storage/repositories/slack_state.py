@@ -192,9 +192,3 @@ async def claim_reminder(s: AsyncSession, user_id: str, ref: str, day: str) -> b
     except IntegrityError:  # another replica claimed it between the read and the insert
         return False
     return True
-
-
-async def prune_reminders(s: AsyncSession, older_than: datetime) -> int:
-    aware(older_than, "older_than")
-    result = await s.execute(delete(Reminder).where(Reminder.created_at < older_than))
-    return rowcount(result)

@@ -39,9 +39,9 @@ from storage.vault.atomic import (
     write_new,
 )
 from storage.vault.fields import checked_fields, default_value
+from storage.vault.note_edits import apply_changes
 from storage.vault.note_text import (
     ParsedNote,
-    apply_changes,
     normalise_scalar,
     parse_note,
     render_note,
@@ -304,16 +304,6 @@ class Vault:
         if old_rel.split("/", 1)[0] == TRASH_DIR:
             raise InvalidValue(f"{old_rel} is already in the trash")
         return self._relocate(path, self.root / TRASH_DIR / old_rel)
-
-    def restore(self, trash_rel: str) -> str:
-        inner = trash_rel
-        if inner.split("/", 1)[0] != TRASH_DIR:
-            inner = f"{TRASH_DIR}/{inner}"
-        path = self.resolve(inner)
-        if not path.is_file():
-            raise NotFound(f"no note at {inner!r} in the trash")
-        original = self.relpath(path).split("/", 1)[1]
-        return self._relocate(path, self.resolve(original))
 
     def put(self, files: dict[str, bytes | None]) -> list[str]:
         """Each file set to its bytes, atomically (None: removed; removals first, so a file

@@ -21,18 +21,7 @@ def resolve_in_vault(root: Path, rel: str) -> Path:
     The result is lexically under the resolved root (a symlink inside the vault that points
     inside the vault is allowed and kept as the link's path).
     """
-    if not isinstance(rel, str):
-        raise UnsafePath(f"a path must be text, got {type(rel).__name__}")
-    if "\x00" in rel:
-        raise UnsafePath("the path contains a NUL byte")
-    if not rel.strip():
-        raise UnsafePath("the path is empty")
-    if "\\" in rel:
-        raise UnsafePath(f"use / in vault paths, not backslashes: {rel!r}")
-    if _DRIVE_RE.match(rel):
-        raise UnsafePath(f"a drive letter is not a vault path: {rel!r}")
-    if rel.startswith("/"):
-        raise UnsafePath(f"an absolute path is not a vault path: {rel!r}")
+    _check_written(rel)
     parts = [part for part in rel.split("/") if part not in ("", ".")]
     if ".." in parts:
         raise UnsafePath(f"'..' is not allowed in a vault path: {rel!r}")
@@ -47,6 +36,23 @@ def resolve_in_vault(root: Path, rel: str) -> Path:
     if not real.is_relative_to(base):
         raise UnsafePath(f"the path leads outside the vault (through a symlink): {rel!r}")
     return candidate
+
+
+def _check_written(rel: str) -> None:
+    """UnsafePath when `rel` is not written as a vault path: not text, a NUL byte, empty,
+    backslashes, a drive letter, absolute."""
+    if not isinstance(rel, str):
+        raise UnsafePath(f"a path must be text, got {type(rel).__name__}")
+    if "\x00" in rel:
+        raise UnsafePath("the path contains a NUL byte")
+    if not rel.strip():
+        raise UnsafePath("the path is empty")
+    if "\\" in rel:
+        raise UnsafePath(f"use / in vault paths, not backslashes: {rel!r}")
+    if _DRIVE_RE.match(rel):
+        raise UnsafePath(f"a drive letter is not a vault path: {rel!r}")
+    if rel.startswith("/"):
+        raise UnsafePath(f"an absolute path is not a vault path: {rel!r}")
 
 
 def check_person_folder(root: Path, folder: Path) -> Path:

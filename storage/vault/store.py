@@ -30,14 +30,17 @@ from storage.index import SearchIndex
 from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.meaning.shared_model import Meaning
+from storage.repositories.receipts import ReceiptClaim, Receipts
 from storage.text import clean_text
 from storage.types import (
     TRASH_DIR,
     BacklinkList,
+    Created,
     Entry,
     EntryList,
     EntrySummary,
     MoveResult,
+    ReceiptDraft,
     RefreshStats,
     VaultSummary,
 )
@@ -286,25 +289,23 @@ class Store(Recorded):
 
     async def create(self, category: str, name: str, fields: dict[str, Any],
                      body: str, *, entry_id: str | None = None) -> Entry:
-        return (await self.create_once(category, name, fields, body, entry_id=entry_id))[0]
+        return (await self.create_once(category, name, fields, body, entry_id=entry_id)).entry
 
     async def create_once(self, category: str, name: str, fields: dict[str, Any], body: str,
-                          *, entry_id: str | None, claim: ids.Claim | None = None,
-                          ) -> tuple[Entry, bool]:
-        """A new note (True), or, for a given `entry_id` (derived from a job or a saved
-        message), the one another run or process made (False): never two in one vault. With a
-        `claim` (a capture's receipt, storage/vault/ids.py) that note is the one the claim records,
-        never a file that merely carries the id, and the claim is recorded before the note is
-        written. The lookup and the write are one step under the vault's write lock, and the
-        new file is indexed before the lock is let go, so the other run's lookup sees it."""
+                          *, entry_id: str | None, receipt: ReceiptDraft | None = None,
+                          ) -> Created:
+        """A new note (`made`), or, for a given `entry_id` (derived from a job or a saved
+        message), the one another run or process made: never two in one vault. With a
+        `receipt` (a capture's) the note and its receipt are written in one step: for a derived
+        id the receipt first (storage/vault/ids.py), so the note made under it is the one the
+        receipt records, never a file that merely carries the id. The lookup and the write are
+        one step under the vault's write lock, and the new file is indexed before the lock is
+        let go, so the other run's lookup sees it."""
+        receipts = Receipts(self.db) if receipt is not None else None
+        claim = ReceiptClaim(receipts, receipt, entry_id) \
+            if receipts is not None and receipt is not None and entry_id else None
         async with self._changing():
-            claim = claim if entry_id else None
-            held = await claim.held() if claim is not None else None
-            entry = None
-            if entry_id and (claim is None or held is not None):
-                entry = await self._with_id(entry_id, held)
-                if entry is None and held is not None:  # written, then a crash: not indexed
-                    entry = await self.find_id(entry_id, at=held)
+            entry = await self._made_before(entry_id, claim)
             made = entry is None
             if entry is None:
                 await self._before([])
@@ -316,7 +317,25 @@ class Store(Recorded):
                 await self._record("create", f"{entry.name} in {category}", [entry.path],
                                    new_folders=folders)
                 await self._touched([entry.path])
-        return entry, made
+        kept = claim.ok if claim is not None else True
+        if receipts is not None and receipt is not None and claim is None and entry.id:
+            kept = await receipts.record(receipt, entry.id, entry.path)
+        return Created(entry, made, kept)
+
+    async def _made_before(self, entry_id: str | None, claim: ReceiptClaim | None,
+                           ) -> Entry | None:
+        """The note an earlier run made under a derived id: the one its receipt records
+        (found where the receipt says, else by id), or, without a receipt to go by, any note
+        carrying the id. None: none was made."""
+        if not entry_id:
+            return None
+        held = await claim.held() if claim is not None else None
+        if claim is not None and held is None:
+            return None
+        entry = await self._with_id(entry_id, held)
+        if entry is None and held is not None:  # written, then a crash: not indexed
+            entry = await self.find_id(entry_id, at=held)
+        return entry
 
     async def update(self, ref: str, changes: dict[str, Any],
                      append_body: str | None = None) -> Entry:

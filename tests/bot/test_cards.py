@@ -13,6 +13,7 @@ from slack_sdk.models.blocks import SectionBlock
 
 from bot.slack import cards, turn_reply
 from bot.slack.cards import MessageInvalid, validate_message
+from bot.turn.reply import reply_of
 from storage.types import CATEGORIES, FILED_CATEGORIES
 from tests.shared import SLACK_FIXTURES
 from tools.base import ToolOutput
@@ -24,6 +25,11 @@ class Turn:  # the fields of bot.brain.TurnResult that cards read
     text: str
     executions: list[Execution] = field(default_factory=list)
     changes: tuple[str, ...] = ()
+
+
+def render(turn: Turn) -> cards.SlackMessage:
+    """A turn's reply (bot/turn/reply.py) as Slack shows it."""
+    return turn_reply.turn_message(reply_of(turn))
 
 
 def ex(kind: str, data: dict[str, Any], text: str = "", tool: str = "t",
@@ -49,7 +55,7 @@ def buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_filed_note_card_shows_where_and_offers_the_other_categories() -> None:
-    msg = turn_reply.turn_message(Turn("Filed to Projects: Call the dentist",
+    msg = render(Turn("Filed to Projects: Call the dentist",
                                   [ex("capture", CAPTURE, "Filed to Projects: Call the dentist",
                                       tool="classify_and_capture")]))
     shown = texts(msg.blocks)
@@ -70,7 +76,7 @@ def test_filed_note_card_shows_where_and_offers_the_other_categories() -> None:
 def test_inbox_note_gets_one_button_per_filed_category() -> None:
     data = dict(CAPTURE, category="inbox", path="inbox/x.md", suggested_category="ideas",
                 status="needs_review", confidence=0.3)
-    msg = turn_reply.turn_message(Turn("", [ex("capture", data, "Saved to inbox")]))
+    msg = render(Turn("", [ex("capture", data, "Saved to inbox")]))
     moves = [b["action_id"] for b in buttons(msg.blocks) if b["action_id"] != "undo_entry"]
     assert moves == [f"move_entry:{c}" for c in FILED_CATEGORIES]
     assert "Best guess: *Ideas*" in texts(msg.blocks)
@@ -79,19 +85,19 @@ def test_inbox_note_gets_one_button_per_filed_category() -> None:
 def test_capture_card_names_related_notes_in_a_context_line() -> None:
     related = [{"name": "Sara <Chen>", "path": "people/sara-chen.md", "id": "e_1"},
                {"name": "Q3 budget " + "x" * 80, "path": "projects/q3.md", "id": "e_2"}]
-    msg = turn_reply.turn_message(Turn("", [ex("capture", dict(CAPTURE, related=related), "Filed")]))
+    msg = render(Turn("", [ex("capture", dict(CAPTURE, related=related), "Filed")]))
     line = next(b for b in msg.blocks if b.get("block_id", "").startswith("related-"))
     shown = line["elements"][0]["text"]
     assert shown.startswith("Related: *Sara &lt;Chen&gt;* · *Q3 budget")
     assert "…*" in shown  # a long name is clipped
-    plain = turn_reply.turn_message(Turn("", [ex("capture", CAPTURE, "Filed")]))
+    plain = render(Turn("", [ex("capture", CAPTURE, "Filed")]))
     assert not [b for b in plain.blocks if b.get("block_id", "").startswith("related-")]
 
 
 def test_move_result_card() -> None:
     data = {"old_path": "projects/a.md", "new_path": "admin/a.md", "category": "admin",
             "id": "e_1", "name": "Call the dentist"}
-    msg = turn_reply.turn_message(Turn("", [ex("move", data, "Moved to Admin: Call the dentist")]))
+    msg = render(Turn("", [ex("move", data, "Moved to Admin: Call the dentist")]))
     assert "Moved to *Admin*: Call the dentist" in texts(msg.blocks)
     assert "move_entry:admin" not in [b["action_id"] for b in buttons(msg.blocks)]
 
@@ -100,7 +106,7 @@ def test_list_card_has_compact_rows_capped_at_twenty() -> None:
     entries = [{"path": f"projects/p{i}.md", "id": f"e_{i}", "name": f"Project {i}",
                 "category": "projects", "status": "active", "snippet": "next: call"}
                for i in range(35)]
-    msg = turn_reply.turn_message(Turn("Here you go", [ex("list", {"entries": entries,
+    msg = render(Turn("Here you go", [ex("list", {"entries": entries,
                                                                "total": 35})]))
     shown = texts(msg.blocks)
     assert "Project 0" in shown and "Project 19" in shown and "Project 20" not in shown
@@ -111,14 +117,14 @@ def test_single_note_card_shows_fields_and_start_of_body() -> None:
     data = {"path": "people/sara.md", "id": "e_9", "name": "Sara", "category": "people",
             "context": "Finance lead", "follow_ups": ["budget", "offsite"],
             "body": "x" * 5000}
-    msg = turn_reply.turn_message(Turn("", [ex("entry", data)]))
+    msg = render(Turn("", [ex("entry", data)]))
     shown = texts(msg.blocks)
     assert "*Sara*" in shown and "Finance lead" in shown and "budget, offsite" in shown
     assert "x" * cards.BODY_PREVIEW not in shown and "x" * 100 in shown
 
 
 def test_failed_tool_runs_show_in_the_runs_line_without_a_card() -> None:
-    msg = turn_reply.turn_message(Turn("I could not find it.",
+    msg = render(Turn("I could not find it.",
                                   [ex("entry", {}, status="error", tool="get_entry")]))
     assert msg.blocks[-1]["type"] == "context"
     assert "`get_entry`" in msg.blocks[-1]["elements"][0]["text"]
@@ -131,18 +137,18 @@ def test_error_message_carries_the_reference() -> None:
 
 
 def test_user_text_is_escaped_for_mrkdwn() -> None:
-    msg = turn_reply.turn_message(Turn("<!channel> & <@U1>"))
+    msg = render(Turn("<!channel> & <@U1>"))
     assert "&lt;!channel&gt; &amp; &lt;@U1&gt;" in texts(msg.blocks)
 
 
 def test_the_models_prose_is_a_markdown_block_so_bold_and_links_render() -> None:
-    msg = turn_reply.turn_message(Turn("**Due this week:** see [the plan](https://example.com/p)"))
+    msg = render(Turn("**Due this week:** see [the plan](https://example.com/p)"))
     (prose,) = [b for b in msg.blocks if b["type"] == "markdown"]
     assert prose["text"] == "**Due this week:** see [the plan](https://example.com/p)"
 
 
 def test_a_long_reply_is_one_markdown_block_within_slacks_limit() -> None:
-    msg = turn_reply.turn_message(Turn("word " * 3000))  # 15,000 characters
+    msg = render(Turn("word " * 3000))  # 15,000 characters
     (prose,) = [b for b in msg.blocks if b["type"] == "markdown"]
     assert len(prose["text"]) == cards.MAX_MARKDOWN and prose["text"].endswith("…")
     assert len(msg.text) >= 14_000  # the fallback text keeps it all (up to 40,000)
@@ -217,7 +223,7 @@ def test_every_turn_message_is_valid(reply: str, captures: list[dict[str, Any]],
                                      rows: list[dict[str, Any]]) -> None:
     executions = [ex("capture", c, "filed") for c in captures]
     executions.append(ex("search", {"entries": rows, "total": len(rows)}))
-    msg = turn_reply.turn_message(Turn(reply, executions))
+    msg = render(Turn(reply, executions))
     assert validate_message(msg.blocks, msg.text) == msg.blocks  # idempotent: still valid
     assert 1 <= len(msg.blocks) <= cards.MAX_BLOCKS
 
@@ -247,7 +253,7 @@ def test_a_turn_that_changed_something_can_be_undone_from_its_reply(
     executions += [ex("search", {"entries": [], "total": 0}, "found", tool="search_entries")
                    for _ in range(searches)]
     changes = tuple(f"{i:040x}" for i in range(len(captures) + updates))
-    msg = turn_reply.turn_message(Turn(reply, executions, changes))
+    msg = render(Turn(reply, executions, changes))
     assert len(msg.blocks) <= cards.MAX_BLOCKS
     undone, notes = undo_reach(msg.blocks)
     if undone:  # one button for everything the turn changed
@@ -260,7 +266,7 @@ def test_cards_that_do_not_fit_are_named_and_one_undo_puts_all_back() -> None:
     captures = [dict(CAPTURE, id=f"e_{i:012x}", name=f"Injected item {i}") for i in range(15)]
     executions = [ex("capture", c, "filed", tool="classify_and_capture") for c in captures]
     changes = tuple(f"{i:040x}" for i in range(15))
-    msg = turn_reply.turn_message(Turn("Filed them.", executions, changes))
+    msg = render(Turn("Filed them.", executions, changes))
     assert len(msg.blocks) <= cards.MAX_BLOCKS
     line = next(b for b in msg.blocks if "do not fit" in texts([b]))
     assert "Injected item 14" in texts([line])  # the last cards are those left out

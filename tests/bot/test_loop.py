@@ -16,7 +16,7 @@ from storage.vault.store import Store
 from tests.bot.scripted import ScriptedProvider, call, text, tools
 from tests.databases import fresh_url
 from tools import registry
-from tools.base import Tool, ToolContext, ToolOutput
+from tools.base import Tool, ToolContext, ToolDeps, ToolOutput
 from tools.registry import TOOLS, Execution, execute, tool_specs
 
 SPECS = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_specs()]
@@ -26,7 +26,7 @@ SPECS = [ToolSpec(s["name"], s["description"], s["parameters"]) for s in tool_sp
 async def ctx(tmp_path: Path):
     db = await Database.open(fresh_url(tmp_path))
     store = Store(Vault(tmp_path / "vault"), db)
-    yield ToolContext(store=store, db=db, user_id="u1")
+    yield ToolContext(deps=ToolDeps(store=store, db=db, user_id="u1"))
     await db.close()
 
 
@@ -56,7 +56,7 @@ async def test_capture_is_terminal_one_llm_call(ctx: ToolContext) -> None:
     outcome = await _turn(ctx, provider)
     assert outcome.llm_calls == 1
     assert "Filed to admin" in outcome.text
-    assert (ctx.store.vault.root / "admin" / "renew-passport.md").exists()
+    assert (ctx.deps.store.vault.root / "admin" / "renew-passport.md").exists()
 
 
 async def test_invalid_json_goes_back_to_the_model_which_corrects_itself(ctx) -> None:
@@ -93,7 +93,7 @@ async def test_a_capture_with_one_bad_hint_still_files_and_says_what_it_left_out
     outcome = await _turn(ctx, provider)
     assert outcome.executions[0].status == "ok"
     assert "confidence" in " ".join(outcome.executions[0].output.data["dropped"])
-    assert len(list(ctx.store.vault.root.rglob("*.md"))) == 1
+    assert len(list(ctx.deps.store.vault.root.rglob("*.md"))) == 1
 
 
 async def test_same_call_repeated_is_not_run_twice(ctx) -> None:
@@ -128,7 +128,7 @@ async def test_forced_choice_applies_to_the_first_iteration_only(ctx) -> None:
 
 
 async def test_parallel_calls_each_answered_in_call_order(ctx) -> None:
-    await ctx.store.create("projects", "Q3 budget", {}, "numbers")
+    await ctx.deps.store.create("projects", "Q3 budget", {}, "numbers")
     provider = ScriptedProvider([
         tools(call("search_entries", {"query": "budget"}, "s1"),
               call("list_entries", {"category": "projects"}, "s2"),
@@ -162,7 +162,7 @@ async def test_truncated_calls_are_not_executed(ctx) -> None:
         tools(call("classify_and_capture", CAPTURE), stop="max_tokens"), text("retrying later")])
     outcome = await _turn(ctx, provider)
     assert outcome.executions[0].error["message"] == TRUNCATED
-    assert not any(ctx.store.vault.root.rglob("*.md"))
+    assert not any(ctx.deps.store.vault.root.rglob("*.md"))
 
 
 async def test_usage_is_summed_over_the_turn(ctx) -> None:

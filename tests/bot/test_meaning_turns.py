@@ -12,6 +12,7 @@ import pytest
 from bot.brain import Brain
 from bot.config import Settings
 from bot.slack.turn_reply import turn_message
+from bot.turn.reply import reply_of
 from storage.index.indexer import embed_pending
 from storage.meaning.shared_model import Meaning
 from tests.databases import database_env
@@ -67,7 +68,7 @@ async def test_a_thought_is_filed_with_its_related_notes(tmp_path: Path) -> None
         section = body.split("## Related\n", 1)[1]
         assert "[[sara-chen|Sara Chen]]" in section and "[[q3-budget|Q3 budget]]" in section
 
-        blocks = turn_message(result).blocks
+        blocks = turn_message(reply_of(result)).blocks
         lines = [b for b in blocks if b.get("block_id", "").startswith("related-")]
         assert len(lines) == 1
         shown = lines[0]["elements"][0]["text"]

@@ -39,7 +39,7 @@ async def main(who, other, root, sync, url, rounds):
         Path(sync, f"{who}-{i}").touch()
         while not Path(sync, f"{other}-{i}").exists():  # both start the round together
             time.sleep(0.0005)
-        entry, made = await store.create_once(category, f"Round {i} by {who}", {},
+        entry, made, _ = await store.create_once(category, f"Round {i} by {who}", {},
                                               f"Thought {i}\\n", entry_id=f"e_round{i:07d}")
         print(json.dumps({"round": i, "path": entry.path, "id": entry.id, "made": made}))
     await db.close()
@@ -76,14 +76,14 @@ async def test_a_made_note_is_found_again_and_a_new_id_is_made(tmp_path: Path) -
     db = await Database.open(fresh_url(tmp_path))
     try:
         store = Store(Vault(tmp_path / "vault"), db)
-        first, made = await store.create_once("ideas", "Kites", {}, "x\n", entry_id="e_kites0001")
-        again, made_again = await store.create_once("admin", "Other", {}, "y\n",
+        first, made, _ = await store.create_once("ideas", "Kites", {}, "x\n", entry_id="e_kites0001")
+        again, made_again, _ = await store.create_once("admin", "Other", {}, "y\n",
                                                     entry_id="e_kites0001")
         assert (made, made_again) == (True, False)
         assert again.path == first.path == "ideas/kites.md"
         # Removed by hand (its index row is stale): the id is free again.
         (store.vault.root / first.path).unlink()
-        _, made_third = await store.create_once("admin", "Other", {}, "y\n",
+        _, made_third, _ = await store.create_once("admin", "Other", {}, "y\n",
                                                 entry_id="e_kites0001")
         assert made_third
         assert ids_on_disk(store.vault.root) == {"e_kites0001": ["admin/other.md"]}

@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic import command
@@ -13,6 +14,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect, text
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from storage.db import (
     INTAKE_BUSY_MS,
@@ -298,3 +300,41 @@ def test_the_index_migration_goes_down_and_up_again(tmp_path: Path) -> None:
             await db.close()
 
     assert asyncio.run(notes()) == 0
+
+
+def test_receipts_and_capture_jobs_keep_their_rows_across_0014(tmp_path: Path) -> None:
+    """0014 renames `captures` to `receipts` and a saved message's jobs to `capture`: the rows
+    people already have are kept, on both databases, and survive the way down and up."""
+    url = blank(tmp_path)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.upgrade(cfg, "0013")
+
+    async def run(*statements: str) -> list[Any]:
+        engine = create_async_engine(url)  # as it is: Database.open would migrate it
+        try:
+            async with engine.begin() as conn:
+                return [(await conn.execute(text(q))).all() if q.startswith("SELECT")
+                        else await conn.execute(text(q)) for q in statements]
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run(
+        "INSERT INTO captures (user_id, original_text, entry_id, path, category, status, "
+        "created_at, updated_at) VALUES ('U1', 'Renew passport', 'e_1', 'admin/renew.md', "
+        "'admin', 'filed', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+        "INSERT INTO jobs (key, kind, user_id, lane, payload, state, attempts, created_at, "
+        "updated_at) "
+        "VALUES ('shortcut:T1', 'save', 'U1', 'save:U1', '{}', 'pending', 0, "
+        "'2026-01-01 00:00:00', "
+        "'2026-01-01 00:00:00')"))
+    command.upgrade(cfg, "head")
+    after = asyncio.run(run("SELECT entry_id, path FROM receipts", "SELECT kind, lane FROM jobs"))
+    assert [tuple(r) for r in after[0]] == [("e_1", "admin/renew.md")]
+    assert [tuple(r) for r in after[1]] == [("capture", "capture:U1")]
+    command.downgrade(cfg, "0013")
+    back = asyncio.run(run("SELECT entry_id FROM captures", "SELECT kind, lane FROM jobs"))
+    assert [tuple(r) for r in back[0]] == [("e_1",)]
+    assert [tuple(r) for r in back[1]] == [("save", "save:U1")]
+    command.upgrade(cfg, "head")

@@ -26,7 +26,7 @@ from storage.vault.files import Vault
 from storage.vault.note_text import parse_note
 from storage.vault.store import Store
 from tests.databases import fresh_url
-from tools.base import ToolContext
+from tools.base import ToolContext, ToolDeps
 from tools.capture.limits import not_text, refusal
 from tools.registry import execute
 
@@ -132,7 +132,7 @@ def test_any_text_through_every_writing_tool_parses_back(tmp_path: Path, text: s
         unique = uuid.uuid4().hex[:12]  # hypothesis seeds `random`: examples would collide
         db = await Database.open(fresh_url(tmp_path))  # one database; a vault per example
         root = tmp_path / f"vault-{unique}"
-        ctx = ToolContext(store=Store(Vault(root), db), db=db, user_id="u1")
+        ctx = ToolContext(deps=ToolDeps(store=Store(Vault(root), db), db=db, user_id="u1"))
         try:
             captured = await execute(ctx, "c1", "classify_and_capture", {
                 "text": text + " remember this",
@@ -155,7 +155,7 @@ def test_any_text_through_every_writing_tool_parses_back(tmp_path: Path, text: s
                 parsed = parse_note(path.read_bytes().decode("utf-8"))  # strict UTF-8
                 assert parsed.frontmatter_error is None
                 assert parsed.frontmatter.get("id") == ref
-            assert (await ctx.store.search("remember")).entries
+            assert (await ctx.deps.store.search("remember")).entries
         finally:
             await db.close()
 

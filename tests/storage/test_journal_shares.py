@@ -94,6 +94,16 @@ async def test_claims_go_round_robin_over_owners(
         await db.close()
 
 
+async def test_a_claim_takes_at_most_its_limit_in_turn(db: Database) -> None:
+    """Two people's two jobs and a third's one, claimed two at a time: each claim takes two
+    (on PostgreSQL a claim of 2 once took 4, the locked pick run again for the rows the
+    UPDATE scanned), firsts before seconds, whoever has fewer running first."""
+    ids = await _record(db, ["B", "B", "C", "A", "A"])
+    batches = [[j.id for j in await _claim(db, 2)] for _ in range(4)]
+    b1, b2, c1, a1, a2 = ids
+    assert batches == [[b1, c1], sorted([a1, b2]), [a2], []]
+
+
 async def test_a_flood_waits_behind_the_cap_and_other_people_come_first(db: Database) -> None:
     shares = Shares(running=2, metered=("turn",))
     flood = await _record(db, ["A"] * 40)

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.errors import InvalidValue
-from storage.vault.note_text import apply_changes, normalise_scalar, parse_note, render_note
+from storage.vault.note_edits import apply_changes
+from storage.vault.note_text import normalise_scalar, parse_note, render_note
 from tests.storage.conftest import ODD_NOTES, real_vault_files
 
 # --- parsing -----------------------------------------------------------------------------------

@@ -270,10 +270,10 @@ def test_moves_never_lose_a_note(tmp_path_factory: pytest.TempPathFactory,
         assert sorted(found, key=str) == sorted(ids, key=str)  # one file per id, none lost
 
 
-# --- trash / restore ---------------------------------------------------------------------------
+# --- trash ---------------------------------------------------------------------------
 
 
-def test_trash_and_restore(vault: Vault) -> None:
+def test_trash_keeps_each_note_under_a_free_name(vault: Vault) -> None:
     entry = vault.create("ideas", "Bin me", {}, "x")
     trashed = vault.trash(entry.path)
     assert trashed == ".trash/ideas/bin-me.md"
@@ -282,10 +282,3 @@ def test_trash_and_restore(vault: Vault) -> None:
         vault.trash(trashed)
     again = vault.create("ideas", "Bin me", {}, "y")
     assert vault.trash(again.path) == ".trash/ideas/bin-me-2.md"
-    vault.create("ideas", "Bin me", {}, "z")  # the original name is taken again
-    restored = vault.restore(trashed)
-    assert restored == "ideas/bin-me-2.md" and vault.read(restored).body == "x\n"
-    # `restore` also takes the path inside the trash; the name is taken, so it gets a suffix.
-    assert vault.restore("ideas/bin-me-2.md") == "ideas/bin-me-2-2.md"
-    with pytest.raises(NotFound):
-        vault.restore(".trash/ideas/gone.md")

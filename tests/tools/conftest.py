@@ -14,7 +14,7 @@ from storage.history import Tally
 from storage.vault.files import Vault
 from storage.vault.store import Store
 from tests.databases import fresh_url
-from tools.base import ToolContext
+from tools.base import ToolContext, ToolDeps
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ def store(vault_root: Path, db: Database) -> Store:
 def ctx(store: Store, db: Database) -> ToolContext:
     """A context whose calls stand for messages of their own: no one message's cap on writes
     (tests/tools/test_registry.py tests the cap)."""
-    return ToolContext(store=store, db=db, user_id="U1", source="cli", tally=Tally())
+    return ToolContext(deps=ToolDeps(store=store, db=db, user_id="U1"), source="cli", tally=Tally())
 
 
 class Sandbox:
@@ -69,7 +69,7 @@ class Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         self.db = self.run(Database.open(fresh_url(tmp, "b")))
         self.store = Store(Vault(self.root), self.db)
-        self.ctx = ToolContext(store=self.store, db=self.db, user_id="U1", tally=Tally())
+        self.ctx = ToolContext(deps=ToolDeps(store=self.store, db=self.db, user_id="U1"), tally=Tally())
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)

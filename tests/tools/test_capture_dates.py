@@ -3,6 +3,8 @@ the category (the keyword classifier's fallback, without hints from a model)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.tools.test_tools import call
 from tools.base import ToolContext
 from tools.rules import classify
@@ -10,7 +12,7 @@ from tools.rules import classify
 
 async def test_capture_without_hints_reads_dates_in_the_users_zone(ctx: ToolContext) -> None:
     # UTC+14 is always a day ahead of UTC-12: "tomorrow" depends on whose tomorrow it is.
-    ctx.tz = "Pacific/Kiritimati"
+    ctx.deps = replace(ctx.deps, tz="Pacific/Kiritimati")
     ex = await call(ctx, "classify_and_capture",
                     text="Follow up with Dr. Patel about the results tomorrow")
     assert ex.status == "ok", ex.content
@@ -36,7 +38,7 @@ async def test_capture_without_hints_asks_the_neighbours_when_unsure(ctx: ToolCo
         asked.append(text)
         return [("ideas", 0.8), ("ideas", 0.7)]
 
-    ctx.similar = similar
+    ctx.deps = replace(ctx.deps, similar=similar)
     ex = await call(ctx, "classify_and_capture", text="the sky was very blue this morning")
     assert ex.status == "ok", ex.content
     data = ex.output.data if ex.output else {}

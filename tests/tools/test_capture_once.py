@@ -19,8 +19,8 @@ from storage.vault.files import Vault
 from storage.vault.store import Store
 from tests.databases import fresh_url
 from tests.shared import ids_on_disk
-from tools.base import ToolContext, derived_id
-from tools.classify_and_capture import capture_thought
+from tools.base import ToolContext, ToolDeps, derived_id
+from tools.capture.thought import capture_thought
 
 ADMIN = {"category": "admin", "confidence": 0.9, "name": "Renew the passport"}
 INBOX = {"category": "ideas", "confidence": 0.2, "name": "Passport thought"}  # -> inbox
@@ -34,7 +34,7 @@ async def _receipts(db: Database, entry_id: str) -> list[tuple[str, str]]:
 
 
 def _ctx(store: Store, db: Database, key: str, attempt: int) -> ToolContext:
-    return ToolContext(store=store, db=db, user_id="U1", source="cli", job_id=7,
+    return ToolContext(deps=ToolDeps(store=store, db=db, user_id="U1"), source="cli", job_id=7,
                        job_key=key, job_attempt=attempt)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +191,7 @@ async def test_a_failing_tool_becomes_an_internal_error(ctx: ToolContext) -> Non
     async def broken(kind: str) -> dict[str, Any]:
         raise RuntimeError("digest engine exploded")
 
-    ctx.make_digest = broken
+    ctx.deps = replace(ctx.deps, make_digest=broken)
     ex = await execute(ctx, "c1", "generate_digest", {"type": "daily"})
     assert ex.status == "error" and ex.error is not None
     assert ex.error == {"code": "internal",

@@ -13,7 +13,7 @@ from storage.models import Receipt
 from storage.vault.files import Vault
 from storage.vault.store import Store
 from tests.tools.conftest import snapshot
-from tools.base import ToolContext
+from tools.base import ToolContext, ToolDeps
 from tools.capture.repeats import REPEAT_WINDOW
 from tools.registry import Execution, execute
 
@@ -50,10 +50,10 @@ async def test_once_the_note_is_done_or_gone_the_same_words_are_a_new_thought(
         ctx: ToolContext, vault_root: Path) -> None:
     first = await capture(ctx, "Renew the passport before June")
     assert first.output is not None
-    await ctx.store.update(first.output.data["path"], {"status": "done"})
+    await ctx.deps.store.update(first.output.data["path"], {"status": "done"})
     second = await capture(ctx, "Renew the passport before June")
     assert second.output is not None and second.output.kind == "capture"
-    await ctx.store.trash(second.output.data["path"])
+    await ctx.deps.store.trash(second.output.data["path"])
     third = await capture(ctx, "Renew the passport before June")
     assert third.output is not None and third.output.kind == "capture"
     assert len(notes(vault_root)) == 2  # the done one and the third
@@ -76,7 +76,8 @@ async def test_someone_elses_same_words_are_their_own_note(
         ctx: ToolContext, db: Database, tmp_path: Path) -> None:
     await capture(ctx)
     (tmp_path / "theirs").mkdir()
-    other = ToolContext(store=Store(Vault(tmp_path / "theirs"), db), db=db, user_id="U2",
+    other = ToolContext(deps=ToolDeps(store=Store(Vault(tmp_path / "theirs"), db), db=db,
+                                      user_id="U2"),
                         source="cli")
     theirs = await capture(other)
     assert theirs.output is not None and theirs.output.kind == "capture"

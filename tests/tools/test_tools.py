@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,7 @@ async def test_capture_without_hints_uses_the_keyword_classifier(ctx: ToolContex
     assert ex.status == "ok", ex.content
     data = ex.output.data if ex.output else {}
     assert data["confidence"] == round(expected.confidence, 2)
-    if expected.confidence >= ctx.confidence_threshold:
+    if expected.confidence >= ctx.deps.confidence_threshold:
         assert data["category"] == expected.category
     else:
         assert data["category"] == "inbox"
@@ -164,14 +165,14 @@ async def test_a_failed_receipt_does_not_fail_the_capture(ctx: ToolContext,
                                                           tmp_path: Path) -> None:
     # A broken receipts table (a bad migration, someone's hand in the database): the note is
     # on disk, so the model must hear success, or it would capture the thought twice.
-    async with ctx.db.engine.begin() as conn:
-        await conn.execute(text("DROP TABLE captures"))
+    async with ctx.deps.db.engine.begin() as conn:
+        await conn.execute(text("DROP TABLE receipts"))
     ex = await call(ctx, "classify_and_capture", text="Renew passport",
                     hints={"category": "admin", "confidence": 0.9, "name": "Renew passport"})
     assert ex.status == "ok", ex.content
     data = ex.output.data if ex.output else {}
     assert data["receipt"].startswith("not recorded")
-    assert (ctx.store.vault.root / data["path"]).exists()
+    assert (ctx.deps.store.vault.root / data["path"]).exists()
 
 
 async def test_capture_replaces_a_status_the_category_does_not_know(ctx: ToolContext) -> None:
@@ -205,7 +206,7 @@ def test_confidence_routes_to_category_or_inbox(sandbox: Sandbox, confidence: fl
     data = ex.output.data if ex.output else {}
     stored = round(confidence, 2)
     assert data["confidence"] == stored
-    if stored >= sandbox.ctx.confidence_threshold:
+    if stored >= sandbox.ctx.deps.confidence_threshold:
         assert data["category"] == "projects" and data["path"].startswith("projects/")
     else:
         assert data["category"] == "inbox" and data["suggested_category"] == "projects"
@@ -371,7 +372,7 @@ async def test_digest_uses_the_injected_digest_maker(ctx: ToolContext) -> None:
         asked.append(kind)
         return {"headline": "All calm", "kind": kind}
 
-    ctx.make_digest = make
+    ctx.deps = replace(ctx.deps, make_digest=make)
     ex = await call(ctx, "generate_digest", type="weekly")
     assert ex.status == "ok", ex.content
     assert asked == ["weekly"]

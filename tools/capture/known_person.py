@@ -22,7 +22,7 @@ async def known_person(ctx: ToolContext, name: str) -> Entry | None:
     if not wanted:
         return None
     try:
-        entry = await ctx.store.get(name)
+        entry = await ctx.deps.store.get(name)
     except StorageError:  # no note, or several: not one known person
         return None
     aliases = entry.fields.get("aliases")
@@ -33,13 +33,13 @@ async def known_person(ctx: ToolContext, name: str) -> Entry | None:
 
 async def add_to_person(ctx: ToolContext, person: Entry, text: str) -> ToolOutput:
     """The thought as a dated line of the person's note (once), and last_touched today."""
-    today = today_in(ctx.tz).isoformat()
+    today = today_in(ctx.deps.tz).isoformat()
     entry = person
     if text.strip() in person.body and not ctx.retried:  # the same news again: said so
         return ToolOutput(kind="entry", data=entry_data(person), text=(
             f"Already in {person.name}'s note ({person.path}); nothing new was saved."))
     if text.strip() not in person.body:  # (a retried job finds its line there)
-        entry = await ctx.store.update(person.path, {"last_touched": today},
+        entry = await ctx.deps.store.update(person.path, {"last_touched": today},
                                        append_body=f"- {today}: {text.strip()}")
     data = entry_data(entry)
     data["added"] = text.strip()

@@ -40,11 +40,11 @@ async def filed_already(ctx: ToolContext, text: str,
 async def _filed_already(ctx: ToolContext, text: str,
                          entry_id: str | None) -> ToolOutput | None:
     now = datetime.now(UTC)
-    for receipt in await ctx.receipts.since(ctx.user_id, now - REPEAT_WINDOW):
+    for receipt in await ctx.deps.receipts.since(ctx.deps.user_id, now - REPEAT_WINDOW):
         if not receipt.entry_id or receipt.entry_id == entry_id \
                 or not same_words(receipt.original_text, text):
             continue
-        entry = await ctx.store.find_id(receipt.entry_id, look_hard=False)
+        entry = await ctx.deps.store.find_id(receipt.entry_id, look_hard=False)
         if entry is None or entry.path.startswith(".") or entry.fields.get("status") == "done":
             continue
         minutes = int((now - receipt.created_at).total_seconds() // 60)

@@ -28,41 +28,30 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.readers.images import reader_threads
-from tools.readers.read import NOUNS, Limits, Reading, kind_of, read, too_large
-from tools.readers.speech import TIME_BUDGET
+from tools.readers.read import (
+    BY_NAME,
+    UNKNOWN,
+    Budget,
+    Limits,
+    Reading,
+    kind_of,
+    noun,
+    read,
+    too_large,
+)
 
 log = logging.getLogger(__name__)
 
 READERS = 2  # reader processes of each class, at most
 PER_PERSON = 1  # one person's files read at once; their others wait for their turn
 IDLE_SECONDS = 120.0  # a reader unused this long ends (one for clips holds a 300 MB model)
-IN_PROCESS = {"text", "unknown"}  # a page of text decoded, a name refused: bounded already
-MEDIA = {"image", "audio"}
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What reading one file may spend in its reader process."""
-
-    cpu: float  # seconds of CPU, every thread counted
-    memory_mb: int  # data memory the file may add to what the reader already holds
-    wall: float  # seconds
 
 
 def budget(kind: str, limits: Limits) -> Budget:
-    """By kind (measured in docs/performance.md): a document needs no model; an image's OCR
-    needs about 1.2 GB for its first, largest read (the models, onnxruntime's buffers); a
-    clip's Whisper reserves about 1.4 GB and may transcribe for TIME_BUDGET seconds. CPU time
-    is the bound on work; the wall clock only ends a reader that is stuck or starved, so it
-    is generous (a host busy with other work slows readers, it does not make them costly)."""
-    if kind == "audio":
-        wall = TIME_BUDGET + 120
-        base = Budget(cpu=wall * reader_threads(), memory_mb=2048, wall=wall)
-    elif kind == "image":
-        base = Budget(cpu=60, memory_mb=2048, wall=180)
-    else:
-        base = Budget(cpu=20, memory_mb=768, wall=120)
+    """Its kind's budget (tools/readers/read.py `KINDS`), unless `limits` set one. CPU time is
+    the bound on work; the wall clock only ends a reader that is stuck or starved, so it is
+    generous (a host busy with other work slows readers, it does not make them costly)."""
+    base = BY_NAME[kind].budget if kind in BY_NAME else UNKNOWN.budget
     return Budget(limits.cpu_seconds or base.cpu, limits.memory_mb or base.memory_mb,
                   limits.wall_seconds or base.wall)
 
@@ -79,7 +68,7 @@ class _Ask:
 
     @property
     def family(self) -> str:
-        return "media" if self.kind in MEDIA else "documents"
+        return "media" if BY_NAME[self.kind].family == "media" else "documents"
 
     def header(self) -> bytes:
         return json.dumps({
@@ -101,7 +90,7 @@ def _ended(ask: _Ask, code: int | None, *, timed_out: bool) -> Reading:
         why = "it needed more memory than the machine had"
     else:
         stop = signal.Signals(-code).name if code is not None and code < 0 else f"exit {code}"
-        return Reading(ask.name, ask.kind, "", f"{NOUNS.get(ask.kind, 'the file')} cannot be "
+        return Reading(ask.name, ask.kind, "", f"{noun(ask.kind)} cannot be "
                                                f"read (the reader stopped: {stop})")
     log.warning("a reader was stopped (%s, %d KB): %s", ask.kind, len(ask.data) // 1024, why)
     return Reading(ask.name, ask.kind, "", too_large(ask.kind, why))
@@ -244,7 +233,7 @@ class ReaderPool:
         except Exception as exc:  # no process could be started (no memory, no fds)
             log.warning("no reader could be started: %r", exc)
             reader.end(kill=True)
-            reading = Reading(ask.name, ask.kind, "", f"{NOUNS.get(ask.kind, 'the file')} "
+            reading = Reading(ask.name, ask.kind, "", f"{noun(ask.kind)} "
                               f"cannot be read (no reader could start: {type(exc).__name__})")
         with self._lock:
             self._busy.discard(reader)
@@ -315,6 +304,6 @@ async def read_safely(name: str, data: bytes, limits: Limits | None = None, *,
     the address it came from: a web page's main text). Never raises for the file's own
     faults; what it would cost too much to read says so."""
     limits = limits or Limits()
-    if page is None and kind_of(name, data) in IN_PROCESS:
+    if page is None and BY_NAME[kind_of(name, data)].family == "in_process":
         return read(name, data, limits)
     return await asyncio.wrap_future(pool().submit(name, data, limits, page))

@@ -40,7 +40,6 @@ class TurnWork:
         p = job.job.payload
         channel, ts, thread_ts, user = p["channel"], p["ts"], p["thread_ts"], p["user"]
         if "reply_ts" not in job.result:
-            await self.brain.accounts.resumed(user)  # writing to the bot ends a pause
             await web.set_status(self.client, channel, thread_ts, web.THINKING)
         shared = []
         if mostly_links(p["text"]) and "turn" not in job.result:  # the turn reads the page
@@ -55,7 +54,7 @@ class TurnWork:
         stream = ReplyStream(self.client, job, channel=channel, thread_ts=thread_ts,
                              user=slack_user(user), team=p.get("team"))
         try:
-            result = await self.brain.turns.handle(
+            reply = await self.brain.replies.reply(
                 conversation_key=conversation_key(channel, thread_ts, user), user_id=user,
                 text=p["text"], source=permalink(channel, ts), channel=channel,
                 thread_ts=thread_ts, job=job.job, files=shared, unfurls=p.get("unfurls"),
@@ -71,16 +70,17 @@ class TurnWork:
             return
         # The turn is stored before its reply is posted: only a run of a job whose turn was
         # already stored (by an earlier run) can find its reply posted.
-        reply = turn_reply.turn_message(result)
-        posted = await stream.finish(reply) or await web.post_once(
-            self.client, job, channel, thread_ts, reply, may_be_posted="turn" in job.result)
+        shown = turn_reply.turn_message(reply)
+        posted = await stream.finish(shown) or await web.post_once(
+            self.client, job, channel, thread_ts, shown, may_be_posted="turn" in job.result)
         if not posted:  # a reply clears the status; without one, clear it here
             await web.set_status(self.client, channel, thread_ts, "")
         if posted and not job.result.get("linked"):
-            for ch, card_ts, data, text in await self.brain.conversations.shown_at(result, channel, posted):
+            for ch, card_ts, data, text in await self.brain.conversations.shown_at(
+                    reply.result, channel, posted):
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
             job.note(linked=True)
         await self.title(job, conversation_key(channel, thread_ts, user))
-        if result.changed:
+        if reply.changed:
             await self.refresh_home(user)  # the turn changed a note: an open Home shows it
