@@ -87,9 +87,35 @@ class _Out:
             await self.response.write(data)
 
 
+def without_shallow(body: IO[bytes]) -> IO[bytes]:
+    """The request without the `shallow <id>` lines a shallow clone sends before its first
+    flush (its boundary) when no `deepen` asks to move it: dulwich reads them only with a
+    deepen. The history has every ancestor the boundary names, and what a fetch sends is
+    found from the client's haves, so the boundary changes nothing here."""
+    data = body.read()
+    kept, at = [], 0
+    while at + 4 <= len(data):
+        try:
+            size = int(data[at:at + 4], 16)
+        except ValueError:
+            break
+        line = data[at:at + max(size, 4)]
+        at += max(size, 4)
+        if size == 0 or line[4:].startswith(b"deepen"):
+            kept.append(line)
+            if size:
+                body.seek(0)
+                return body  # a deepen: dulwich reads the boundary itself
+            break
+        if not line[4:].startswith(b"shallow "):
+            kept.append(line)
+    return BytesIO(b"".join(kept) + data[at:])
+
+
 async def answer(request: web.Request, pool: Executor, service: str, repo: BackendRepo,
                  body: IO[bytes]) -> web.StreamResponse:
     """Run the service's handler over `body`; its answer streamed as the response."""
+    body = without_shallow(body)
     loop = asyncio.get_running_loop()
     out = _Out(request, loop, service)
 

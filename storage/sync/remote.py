@@ -21,7 +21,7 @@ from dulwich.errors import HookError
 from dulwich.hooks import Hook
 from dulwich.objects import ObjectID
 
-from storage.errors import UnsafePath
+from storage.errors import StorageError, UnsafePath
 from storage.history import History
 from storage.sync.apply import apply_push
 from storage.sync.projection import Projection, RemoteState
@@ -48,8 +48,10 @@ FETCH_FIRST = ("fetch first: the vault has changes you do not have yet (git pull
                "again); nothing was changed")
 
 
-class HistoryBehind(Exception):
-    """The vault's history cannot be written now: no push is taken until it can."""
+class HistoryBehind(StorageError):
+    """The vault's history cannot be written now: nothing is served or taken until it can."""
+
+    code = "history"
 
 
 class _PushHook(Hook):
@@ -169,6 +171,12 @@ class VaultRemote:
 
     async def push(self, quarantine: Quarantine, old: ObjectID, new: ObjectID) -> str | None:
         """Apply a push that fast-forwards the head; None when done, else why not."""
+        try:
+            return await self._push(quarantine, old, new)
+        except StorageError as exc:  # the vault's lock stayed busy, its folder unsafe
+            return f"nothing was changed: {exc.message}"
+
+    async def _push(self, quarantine: Quarantine, old: ObjectID, new: ObjectID) -> str | None:
         async with self.store._changing():
             try:
                 state = await asyncio.to_thread(self._up_to_date)

@@ -254,3 +254,25 @@ async def test_a_long_history_clones_small_and_whole(slack: Harness, tmp_path: P
     packed = sum(p.stat().st_size for p in (work / ".git" / "objects").rglob("*.pack"))
     whole = sum(len(data) for data in files_of(work).values()) * 240  # trees alone exceed it
     assert packed < whole // 10, (packed, whole)
+
+
+async def test_a_shallow_clone_pulls_and_pushes(slack: Harness, tmp_path: Path) -> None:
+    """`git clone --depth 1` (a big vault's quick start; obsidian-git on a phone may do it):
+    the files without the history's past, and pushes and pulls as a full clone does."""
+    store = slack.brain.store_for(USER)
+    for n in range(5):
+        await store.create("ideas", f"Idea {n}", {}, f"Text {n}.\n")
+    link = await slack.brain.remotes.link(USER)
+    git = GitClient(tmp_path, link.token)
+    await git.ok("clone", "--depth", "1", f"{slack.send.base_url}/git/{USER}.git", "shallow")
+    work = tmp_path / "shallow"
+    assert files_of(work) == files_of(slack.vault)
+    assert (await git.ok("rev-list", "--count", "HEAD", cwd=work)).strip() == "1"
+    (work / "ideas" / "from-the-phone.md").write_text("Written on the phone.\n")
+    await git.ok("add", "-A", cwd=work)
+    await git.ok("commit", "-m", "From the phone", cwd=work)
+    await git.ok("push", cwd=work)
+    assert (slack.vault / "ideas" / "from-the-phone.md").read_text() == "Written on the phone.\n"
+    await store.create("ideas", "Idea from the bot", {}, "Filed after.\n")
+    await git.ok("pull", "--no-rebase", cwd=work)
+    assert files_of(work) == files_of(slack.vault)
