@@ -8,7 +8,8 @@ from this process (bot/sync/http.py's routes on aiohttp, the Brain's remotes: th
 serve` runs) and times the real git client:
 - the first clone (the history's commits mirrored as the remote's, once), and a second one;
 - a pull after one change made through the Store (the mirror of one commit, one pack);
-- a pull with nothing new, and a push of one edited note (applied as the vault's change).
+- a pull with nothing new, a push of one edited note (applied as the vault's change), and a
+  push of 1,000 new notes (BRAIN_SYNC_MAX_FILES' default: the longest a push holds the lock).
 """
 
 from __future__ import annotations
@@ -124,6 +125,15 @@ async def main(notes: int, changes: int, url: str | None) -> None:
         await git(env, work / "one", "commit", "-qam", "An edit")
         pushed = await git(env, work / "one", "push", "-q")
         print(f"push of one edited note: {pushed:.2f} s")
+        many = work / "one" / "imported"
+        many.mkdir()
+        for i in range(1000):  # BRAIN_SYNC_MAX_FILES: the most one push may hold
+            (many / f"old note {i:04d}.md").write_text(f"# Old note {i}\nImported.\n")
+        await git(env, work / "one", "add", "-A")
+        await git(env, work / "one", "commit", "-qm", "Import")
+        pushed = await git(env, work / "one", "push", "-q")
+        print(f"push of 1,000 new notes in one commit (the vault's lock held most of it): "
+              f"{pushed:.2f} s")
     finally:
         await runner.cleanup()
         routes.close()

@@ -35,6 +35,7 @@ from storage.vault.atomic import (
     name_sep,
     relocate,
     remove_old,
+    write_all,
     write_atomic,
     write_new,
 )
@@ -309,6 +310,7 @@ class Vault:
         """Each file set to its bytes, atomically (None: removed; removals first, so a file
         may give way to a folder); returns the folders it had to make (an undo, a push)."""
         made: list[str] = []
+        writes: list[tuple[Path, bytes]] = []
         for rel, data in sorted(files.items(), key=lambda item: item[1] is not None):
             path = self.resolve(rel)
             if data is None:
@@ -317,7 +319,8 @@ class Vault:
                 continue
             made.extend(f for f in self.absent_folders(rel) if f not in made)
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, data)
+            writes.append((path, data))
+        write_all(writes)
         return made
 
     def absent_folders(self, rel: str) -> list[str]:
