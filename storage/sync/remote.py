@@ -33,6 +33,7 @@ from storage.sync.served import (
     RemoteObjectStore,
     ServedRepo,
     clear_incoming,
+    pack_loose,
     quarantined,
 )
 
@@ -119,7 +120,9 @@ class VaultRemote:
             if found is not None:
                 return found
         async with self.store._changing():
-            return await asyncio.to_thread(self._up_to_date)
+            state = await asyncio.to_thread(self._up_to_date)
+        await asyncio.to_thread(pack_loose, self.history.repo.path)  # (outside the lock)
+        return state
 
     # --- what dulwich's handlers are given -------------------------------------------------------
 

@@ -10,6 +10,7 @@ from dulwich.objects import Commit, ObjectID
 
 from storage.history import changing
 from storage.sync.projection import SEEN, Projection
+from storage.sync.served import loose_count, pack_loose
 from storage.vault.store import Store
 from tests.storage.sync_client import files_at
 
@@ -95,3 +96,19 @@ async def test_mirroring_is_deterministic_and_keeps_a_few_earlier_heads(
     assert state is not None and list(state.seen) == heads[-2::-1][:SEEN]
     projection.path.unlink()  # the pairing lost: made again, the same commits
     assert projection.export().remote == heads[-1]
+
+
+async def test_the_historys_loose_objects_packed_keep_every_change(
+        history_store: Store) -> None:
+    for n in range(12):
+        await history_store.create("ideas", f"Note {n}", {}, f"Text {n}.\n")
+    projection, head = await exported(history_store)
+    repo_path = projection.history.repo.path
+    before = remote_files(projection, head)
+    assert loose_count(repo_path / "objects") >= 40
+    assert pack_loose(repo_path, least=10) >= 40
+    assert loose_count(repo_path / "objects") == 0
+    assert pack_loose(repo_path, least=10) == 0  # nothing left to pack
+    assert remote_files(projection, head) == before
+    undone = await history_store.undo()
+    assert "Note 11" in undone.summary and len(await history_store.changes(limit=50)) == 14
