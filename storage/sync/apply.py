@@ -121,14 +121,21 @@ def _moves(repo: HistoryRepo, files: dict[str, ObjectID | None]) -> list[tuple[s
             and (b := repo.blob_at(head, p)) is not None}
     new = {p: b for p, b in files.items() if b is not None and p.lower().endswith(".md")
            and repo.blob_at(head, p) is None}
+    by_blob = {b: p for p, b in new.items()}
+    by_id: dict[str, str] | None = None  # read only when some note did not move whole
     pairs: list[tuple[str, str]] = []
     for old, blob in gone.items():
-        match = next((p for p, b in new.items() if b == blob), None)
-        if match is None:
+        match = by_blob.get(blob)
+        if match is None or match not in new:
+            if by_id is None:
+                by_id = {}
+                for path, added in new.items():
+                    key = _note_id(repo.data(added))
+                    if key is not None:
+                        by_id.setdefault(key, path)
             key = _note_id(repo.data(blob))
-            match = next((p for p, b in new.items() if key and _note_id(repo.data(b)) == key),
-                         None)
-        if match is not None:
+            match = by_id.get(key) if key is not None else None
+        if match is not None and match in new:
             pairs.append((old, match))
             del new[match]
     return pairs

@@ -172,3 +172,20 @@ async def test_a_history_that_cannot_be_written_refuses_the_push(history_store: 
     refused, _ = await push(remote, lambda s, h: on_top(s, h, {"new.md": b"x\n"}, "New"))
     assert refused is not None and "cannot be written now" in refused
     assert "nothing was changed" in refused and vault_files(history_store) == before
+
+
+async def test_a_note_moved_and_edited_is_a_move_by_its_id(history_store: Store) -> None:
+    remote = await remote_with(history_store, Alpha="First thought.\n")
+    (alpha,) = vault_files(history_store)
+
+    def build(store: BaseObjectStore, head: ObjectID) -> ObjectID:
+        data = files_at(store, head)[alpha] + b"\nEdited while moving.\n"
+        return on_top(store, head, {alpha: None, "projects/alpha.md": data}, "Move and edit")
+
+    refused, _ = await push(remote, build)
+    assert refused is None
+    (change,) = [c for c in await history_store.changes(limit=2) if c.action == PUSH]
+    assert change.moved == ((alpha, "projects/alpha.md"),)
+    assert not any(p.startswith(".trash/") for p in vault_files(history_store))
+    found = await history_store.find_id((await history_store.get("projects/alpha.md")).id or "")
+    assert found is not None and found.path == "projects/alpha.md"
