@@ -6,7 +6,8 @@ Makes a synthetic vault (bench/gen_vault.py) and a history of `--changes` commit
 committed directly, as bench/bench_history.py --direct does), then serves `/git/<person>.git`
 from this process (bot/sync/http.py's routes on aiohttp, the Brain's remotes: the code `brain
 serve` runs) and times the real git client:
-- the first clone (the history's commits mirrored as the remote's, once), and a second one;
+- the first clone (the history's commits mirrored as the remote's, once), a second one, and a
+  shallow one (`--depth 1`);
 - a pull after one change made through the Store (the mirror of one commit, one pack);
 - a pull with nothing new, a push of one edited note (applied as the vault's change), and a
   push of 1,000 new notes (BRAIN_SYNC_MAX_FILES' default: the longest a push holds the lock).
@@ -114,6 +115,9 @@ async def main(notes: int, changes: int, url: str | None) -> None:
               f"{size_mb(work / 'one' / '.git'):.0f} MB of .git")
         second = await git(env, work, "clone", "-q", link.url, "two")
         print(f"clone: {second:.2f} s")
+        shallow = await git(env, work, "clone", "-q", "--depth", "1", link.url, "three")
+        print(f"clone --depth 1 (the notes, the last change): {shallow:.2f} s, "
+              f"{size_mb(work / 'three' / '.git'):.0f} MB of .git")
         store = brain.store_for(USER)
         await store.update(paths[0], {}, append_body="One more line, from the bot.")
         pulled = await git(env, work / "one", "pull", "-q", "--no-rebase")
