@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import socket
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,9 +44,65 @@ def legacy_notice(settings: Settings) -> str | None:
     return moving_hint(LEGACY)
 
 
-def default_processes() -> int:
-    """`brain serve`'s processes unless chosen: the machine's cores (1 to 64)."""
-    return min(max(os.cpu_count() or 1, 1), 64)
+def default_processes(cgroups: Path = Path("/sys/fs/cgroup"),
+                      mine: Path = Path("/proc/self/cgroup")) -> int:
+    """`brain serve`'s processes unless chosen: the cores this process may run on, and no
+    more than its container's CPU quota (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), 1 to 64.
+    A container limited to 2 CPUs on a 64-core host runs 2, not 64."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else (os.cpu_count() or 1)
+    quota = cpu_quota(cgroups, mine)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    return min(max(cores, 1), 64)
+
+
+def cpu_quota(cgroups: Path, mine: Path) -> float | None:
+    """The CPUs this process's cgroup (and every cgroup above it) may use; None: no limit
+    set, or no cgroup to read."""
+    try:
+        lines = mine.read_text().splitlines()
+    except OSError:
+        return None
+    found: list[float] = []
+    for line in lines:
+        _, controllers, where = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        if controllers == "":  # v2: "0::/path"
+            found += _quotas(cgroups, where, lambda d: _v2(d / "cpu.max"))
+        elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path"
+            base = next((cgroups / c for c in (controllers, "cpu", "cpu,cpuacct")
+                         if (cgroups / c).is_dir()), None)
+            if base is not None:
+                found += _quotas(base, where, _v1)
+    return min(found) if found else None
+
+
+def _quotas(base: Path, where: str, read: Callable[[Path], float | None]) -> list[float]:
+    """The limits set on the cgroup at `where` under `base` and on each one above it."""
+    parts = [p for p in where.strip("/").split("/") if p]
+    out = []
+    for depth in range(len(parts), -1, -1):
+        limit = read(base.joinpath(*parts[:depth]))
+        if limit is not None:
+            out.append(limit)
+    return out
+
+
+def _v2(cpu_max: Path) -> float | None:
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def _v1(folder: Path) -> float | None:
+    try:
+        quota = int((folder / "cpu.cfs_quota_us").read_text())
+        period = int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return quota / period if quota > 0 and period > 0 else None
 
 
 _RATE = re.compile(r"^\s*(\d+)\s*(?:/\s*(\d*)\s*(s|sec|second|seconds|m|min|minute|minutes|"

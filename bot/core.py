@@ -10,6 +10,7 @@ asked for.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from storage.vault.paths import check_person_folder
 from storage.vault.store import Store
 
 # Folders a vault uses: never a person's id under BRAIN_OWNER.
+OPEN_STORES = 256  # people's Stores a process keeps open
 VAULT_NAMES = frozenset({*CATEGORIES, TRASH_DIR, ATTACHMENTS})
 
 if TYPE_CHECKING:
@@ -42,7 +44,9 @@ class Core:
         self._provider = provider
         self._meaning = meaning  # a model the caller started loading, else one made lazily
         self._stores: Stores | None = None
-        self._open: dict[str, Store] = {}  # each person's Store, made once
+        # The Stores of the people served lately, at most OPEN_STORES: a process serving
+        # thousands holds a bounded few (each watched by the indexer), not one per person ever.
+        self._open: OrderedDict[str, Store] = OrderedDict()
         self._chosen: dict[str, Provider] = {}  # the providers of people's own choices
         self._available: dict[str, LLMConfig] | None = None  # what a person may choose
 
@@ -115,10 +119,14 @@ class Core:
                                f"(BRAIN_OWNER); {user_id!r} has no vault here")
         if self.vault_override is None:
             self.check_vault_folder(user_id)  # each time: a folder swapped for a link later too
-        if user_id not in self._open:
+        store = self._open.get(user_id)
+        if store is None:
             root = self.vault_override or self.settings.vault_for(user_id)
-            self._open[user_id] = self.stores.store(root)
-        return self._open[user_id]
+            store = self._open[user_id] = self.stores.store(root)
+            while len(self._open) > OPEN_STORES:  # the least lately served goes
+                self.stores.forget(self._open.popitem(last=False)[1])
+        self._open.move_to_end(user_id)
+        return store
 
     def has_vault(self, user_id: str) -> bool:
         """With BRAIN_OWNER only the owner has a vault, the vault root itself: `<root>/<id>`

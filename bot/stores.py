@@ -91,6 +91,11 @@ class Stores:
                 found.append(history.trouble or "changes not recorded yet")
         return found
 
+    @property
+    def open(self) -> int:
+        """How many Stores this process holds (the Core keeps at most OPEN_STORES)."""
+        return len(self._stores)
+
     def forget(self, store: Store) -> None:
         if store in self._stores:
             self._stores.remove(store)

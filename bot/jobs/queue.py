@@ -186,8 +186,9 @@ class JobQueue:
             return await journal.by_key(s, key)
 
     async def counts(self) -> dict[str, int]:
+        """Jobs pending and running."""
         async with self.db.session() as s:
-            return await journal.counts(s)
+            return await journal.open_counts(s)
 
     async def prune(self, memory: timedelta = JOB_MEMORY) -> int:
         async with self.db.session() as s:

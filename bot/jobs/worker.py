@@ -185,41 +185,10 @@ class Worker:
     async def _run(self, job: JobRow) -> None:
         ctx = JobContext(job, self.queue, dict(job.result or {}), self.owner)
         try:
-            if job.attempts > self.max_attempts:
-                await self._give_up(ctx, f"gave up after {job.attempts - 1} attempts")
-                return
-            handler = self.handlers.get(job.kind)
+            handler = await self._startable(ctx)
             if handler is None:
-                await self._end(job, "failed", f"no handler for kind {job.kind!r}")
-                log.error("job %s: no handler for kind %r", job.id, job.kind)
                 return
-            down = await self.ready(job) if self.ready is not None else None
-            if down is not None:
-                await self._wait_for_storage(ctx, down)
-                return
-            try:
-                await handler(ctx)
-            except asyncio.CancelledError:
-                raise
-            except LeaseLost:
-                log.warning("job %s: taken over by another worker (this one's lease ran "
-                            "out); stopped here", job.id)
-                return
-            except Exception as exc:
-                down = unwritable(exc)
-                if down is not None:
-                    await self._wait_for_storage(ctx, down)
-                    return
-                log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
-                              job.attempts)
-                reason = f"{type(exc).__name__}: {exc}"[:500]
-                if job.attempts >= self.max_attempts:
-                    await self._give_up(ctx, reason)
-                else:  # again after a pause, here or in another process
-                    self._ending.add(job.id)
-                    step = min(job.attempts, len(self.retry_delays)) - 1
-                    await self.queue.retry_later(self.owner, job.id,
-                                                 self.retry_delays[max(step, 0)], reason)
+            if not await self._attempt(ctx, handler):
                 return
             if await self._end(job, "done", result=ctx.noted or None):
                 self.done += 1
@@ -231,6 +200,60 @@ class Worker:
             self._running.pop(job.id, None)
             self._ending.discard(job.id)
             self._wake.set()  # the lane's next job may be claimable now
+
+    async def _startable(self, ctx: JobContext) -> Handler | None:
+        """The job's handler when the job may run now; None when it was ended or sent back
+        instead (out of attempts, no handler, storage down)."""
+        job = ctx.job
+        if job.attempts > self.max_attempts:
+            await self._give_up(ctx, f"gave up after {job.attempts - 1} attempts")
+            return None
+        handler = self.handlers.get(job.kind)
+        if handler is None:
+            await self._end(job, "failed", f"no handler for kind {job.kind!r}")
+            log.error("job %s: no handler for kind %r", job.id, job.kind)
+            return None
+        down = await self.ready(job) if self.ready is not None else None
+        if down is not None:
+            await self._wait_for_storage(ctx, down)
+            return None
+        return handler
+
+    async def _attempt(self, ctx: JobContext, handler: Handler) -> bool:
+        """Run the handler once; True when it finished, False when its failure was dealt with
+        (taken over, waiting for storage, to retry, given up)."""
+        try:
+            await handler(ctx)
+        except asyncio.CancelledError:
+            raise
+        except LeaseLost:
+            log.warning("job %s: taken over by another worker (this one's lease ran "
+                        "out); stopped here", ctx.job.id)
+            return False
+        except Exception as exc:
+            await self._failed(ctx, exc)
+            return False
+        return True
+
+    async def _failed(self, ctx: JobContext, exc: Exception) -> None:
+        """A failed attempt: wait for storage when it could not be written, else run again
+        after a pause, or give up after the last attempt. Called while `exc` is handled (the
+        log shows its traceback)."""
+        job = ctx.job
+        down = unwritable(exc)
+        if down is not None:
+            await self._wait_for_storage(ctx, down)
+            return
+        log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
+                      job.attempts)
+        reason = f"{type(exc).__name__}: {exc}"[:500]
+        if job.attempts >= self.max_attempts:
+            await self._give_up(ctx, reason)
+        else:  # again after a pause, here or in another process
+            self._ending.add(job.id)
+            step = min(job.attempts, len(self.retry_delays)) - 1
+            await self.queue.retry_later(self.owner, job.id,
+                                         self.retry_delays[max(step, 0)], reason)
 
     async def _wait_for_storage(self, ctx: JobContext, reason: str) -> None:
         """Storage cannot be written: the job goes back to the journal (its attempt not

@@ -76,31 +76,43 @@ def _config_from_dict(raw: Any, where: str, base: dict[str, LLMConfig]) -> LLMCo
 
 
 def _check(config: LLMConfig, where: str) -> LLMConfig:
-    def bad(name: str, why: str) -> ValueError:
-        return ValueError(f"{where}: field {name!r} {why}")
+    _check_connection(config, where)
+    _check_calls(config, where)
+    return config
 
+
+def _bad(where: str, name: str, why: str) -> ValueError:
+    return ValueError(f"{where}: field {name!r} {why}")
+
+
+def _check_connection(config: LLMConfig, where: str) -> None:
+    """What the config connects to: provider, model, key, endpoint, dialect."""
     if config.provider not in PROVIDERS:
-        raise bad("provider", f"must be one of {', '.join(PROVIDERS)}, got {config.provider!r}")
+        raise _bad(where, "provider",
+                   f"must be one of {', '.join(PROVIDERS)}, got {config.provider!r}")
     if not isinstance(config.model, str) or not config.model:
-        raise bad("model", "must be a non-empty string")
+        raise _bad(where, "model", "must be a non-empty string")
     for name in ("api_key_env", "base_url"):
         value = getattr(config, name)
         if value is not None and not isinstance(value, str):
-            raise bad(name, "must be a string or null")
+            raise _bad(where, name, "must be a string or null")
     if config.dialect is not None and config.dialect not in DIALECTS:
-        raise bad("dialect", f"must be one of {', '.join(sorted(DIALECTS))}, "
-                             f"got {config.dialect!r}")
+        raise _bad(where, "dialect", f"must be one of {', '.join(sorted(DIALECTS))}, "
+                                     f"got {config.dialect!r}")
+
+
+def _check_calls(config: LLMConfig, where: str) -> None:
+    """How each call is made: its parameters, default tool, timeout and retries."""
     if not isinstance(config.params, dict):
-        raise bad("params", "must be a mapping")
+        raise _bad(where, "params", "must be a mapping")
     if not isinstance(config.default_tool_name, str) or not config.default_tool_name:
-        raise bad("default_tool_name", "must be a non-empty string")
+        raise _bad(where, "default_tool_name", "must be a non-empty string")
     if isinstance(config.timeout, bool) or not isinstance(config.timeout, int | float) \
             or config.timeout <= 0:
-        raise bad("timeout", "must be a positive number of seconds")
+        raise _bad(where, "timeout", "must be a positive number of seconds")
     if isinstance(config.max_retries, bool) or not isinstance(config.max_retries, int) \
             or config.max_retries < 0:
-        raise bad("max_retries", "must be a non-negative integer")
-    return config
+        raise _bad(where, "max_retries", "must be a non-negative integer")
 
 
 def load_configs(path: Path | str | None = None) -> dict[str, LLMConfig]:

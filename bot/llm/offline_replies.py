@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,51 +80,95 @@ def _summarise_one(result: ToolResult) -> str:
     if not isinstance(data, dict):
         text = result.content.strip()
         return f"Sorry, that didn't work: {text}" if result.is_error else text
-    error = data.get("error")
     if result.is_error or data.get("ok") is False:
-        message = error.get("message") if isinstance(error, dict) else error
-        candidates = error.get("candidates") if isinstance(error, dict) else None
-        changing = result.name in CHANGES
-        if candidates:
-            return (f"Which one did you mean: {_names(candidates)}?"
-                    + (" Nothing was changed." if changing else ""))
-        code = error.get("code") if isinstance(error, dict) else None
-        if changing and code == "not_found" and message:
-            return f"{str(message)[:1].upper()}{str(message)[1:]}; nothing was changed or saved."
-        return f"Sorry, that didn't work: {message or result.content}"
-    if result.name == "update_entry" and isinstance(data.get("changed_fields"), list):
-        done = ", ".join(f"{k} {data[k]}" if isinstance(data.get(k), str | int | float)
-                         else str(k) for k in data["changed_fields"])
-        return f"Updated {data.get('name')}: {done} [{data.get('path')}]"
-    if isinstance(data.get("entries"), list):
-        entries = data["entries"]
-        if not entries:
-            return "No matching notes found."
-        total = data.get("total", len(entries))
-        noun = "note" if total == 1 else "notes"
-        return f"Found {total} {noun}: {_names(entries)}."
+        return _failure(result, data)
+    for describe in _DESCRIBERS:  # the first that knows this kind of result says it
+        said = describe(result.name, data)
+        if said is not None:
+            return said
+    return "Done."
+
+
+def _failure(result: ToolResult, data: dict[str, Any]) -> str:
+    """A tool's error: the candidates to choose from, a note not found, or its message."""
+    error = data.get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    candidates = error.get("candidates") if isinstance(error, dict) else None
+    changing = result.name in CHANGES
+    if candidates:
+        return (f"Which one did you mean: {_names(candidates)}?"
+                + (" Nothing was changed." if changing else ""))
+    code = error.get("code") if isinstance(error, dict) else None
+    if changing and code == "not_found" and message:
+        return f"{str(message)[:1].upper()}{str(message)[1:]}; nothing was changed or saved."
+    return f"Sorry, that didn't work: {message or result.content}"
+
+
+# Each says what one kind of result reports, or None when the result is not of its kind.
+
+def _updated(tool: str, data: dict[str, Any]) -> str | None:
+    if tool != "update_entry" or not isinstance(data.get("changed_fields"), list):
+        return None
+    done = ", ".join(f"{k} {data[k]}" if isinstance(data.get(k), str | int | float)
+                     else str(k) for k in data["changed_fields"])
+    return f"Updated {data.get('name')}: {done} [{data.get('path')}]"
+
+
+def _found(tool: str, data: dict[str, Any]) -> str | None:
+    if not isinstance(data.get("entries"), list):
+        return None
+    entries = data["entries"]
+    if not entries:
+        return "No matching notes found."
+    total = data.get("total", len(entries))
+    noun = "note" if total == 1 else "notes"
+    return f"Found {total} {noun}: {_names(entries)}."
+
+
+def _moved(tool: str, data: dict[str, Any]) -> str | None:
     moved_to = data.get("new_path") or data.get("newPath")  # newPath: older turns
-    if moved_to:
-        return f"Moved to {moved_to}."
-    if isinstance(data.get("backlinks"), list):
-        links = data["backlinks"]
-        if not links:
-            return f"Nothing links to {data.get('target')}."
-        return f"{len(links)} note(s) link to {data.get('target')}: {_names(links)}."
-    if data.get("status") in ("filed", "needs_review") and "path" in data:
-        if data["status"] == "filed":
-            return f"Filed to {data['path']}."
-        return f"Saved to the inbox for review: {data['path']}."
-    if data.get("type") in ("daily", "weekly"):
-        return _digest(data)
-    if "path" in data and "name" in data:
-        body = str(data.get("body") or "").strip().splitlines()
-        first = f": {body[0][:200]}" if body else ""
-        return f"{data['name']} ({data['path']}){first}"
+    return f"Moved to {moved_to}." if moved_to else None
+
+
+def _linked(tool: str, data: dict[str, Any]) -> str | None:
+    if not isinstance(data.get("backlinks"), list):
+        return None
+    links = data["backlinks"]
+    if not links:
+        return f"Nothing links to {data.get('target')}."
+    return f"{len(links)} note(s) link to {data.get('target')}: {_names(links)}."
+
+
+def _filed(tool: str, data: dict[str, Any]) -> str | None:
+    if data.get("status") not in ("filed", "needs_review") or "path" not in data:
+        return None
+    if data["status"] == "filed":
+        return f"Filed to {data['path']}."
+    return f"Saved to the inbox for review: {data['path']}."
+
+
+def _digested(tool: str, data: dict[str, Any]) -> str | None:
+    return _digest(data) if data.get("type") in ("daily", "weekly") else None
+
+
+def _note(tool: str, data: dict[str, Any]) -> str | None:
+    if "path" not in data or "name" not in data:
+        return None
+    body = str(data.get("body") or "").strip().splitlines()
+    first = f": {body[0][:200]}" if body else ""
+    return f"{data['name']} ({data['path']}){first}"
+
+
+def _said(tool: str, data: dict[str, Any]) -> str | None:
     for key in ("text", "summary", "message"):
         if isinstance(data.get(key), str):
             return str(data[key])
-    return "Done."
+    return None
+
+
+# In this order: a result with the fields of two kinds is said as the first.
+_DESCRIBERS: tuple[Callable[[str, dict[str, Any]], str | None], ...] = (
+    _updated, _found, _moved, _linked, _filed, _digested, _note, _said)
 
 
 def _digest(data: dict[str, Any]) -> str:

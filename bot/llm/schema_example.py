@@ -7,6 +7,7 @@ the hint, at any depth, so a capture-shaped schema gets real hints rather than p
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -50,11 +51,23 @@ def fit_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str
     return None
 
 
+@dataclass(frozen=True)
+class _Source:
+    """What an example is made of: the user's text, today, and the classification hints."""
+
+    text: str
+    today: date
+    hints: dict[str, Any]
+
+
 def example_for_schema(schema: Any, text: str = "", today: date | None = None,
                        hints: dict[str, Any] | None = None) -> Any:
     """A small value valid for `schema`: required properties (plus any property the `hints`
     can fill, and nested objects they fill), strings from the user's text."""
-    today = today or date.today()
+    return _example(schema, _Source(text, today or date.today(), hints or {}))
+
+
+def _example(schema: Any, source: _Source) -> Any:
     if not isinstance(schema, dict):
         return {}
     if "const" in schema:
@@ -63,18 +76,26 @@ def example_for_schema(schema: Any, text: str = "", today: date | None = None,
         return schema["enum"][0]
     for key in ("anyOf", "oneOf", "allOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            return example_for_schema(schema[key][0], text, today, hints)
+            return _example(schema[key][0], source)
+    return _of_kind(schema, _kind(schema), source)
+
+
+def _kind(schema: dict[str, Any]) -> Any:
+    """The schema's type: the first that is not null of a list, else guessed from its shape."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind is None:
         kind = "object" if "properties" in schema else "string"
+    return kind
+
+
+def _of_kind(schema: dict[str, Any], kind: Any, source: _Source) -> Any:
     if kind == "object":
-        return _object(schema, text, today, hints or {})
+        return _object(schema, source)
     if kind == "array":
         count = int(schema.get("minItems", 0))
-        return [example_for_schema(schema.get("items", {}), text, today, hints)
-                for _ in range(count)]
+        return [_example(schema.get("items", {}), source) for _ in range(count)]
     if kind in ("number", "integer"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1)
         value = max(low, 0) if "maximum" not in schema else min(max(low, 0), schema["maximum"])
@@ -83,17 +104,23 @@ def example_for_schema(schema: Any, text: str = "", today: date | None = None,
         return False
     if kind == "null":
         return None
+    return _string(schema, source)
+
+
+def _string(schema: dict[str, Any], source: _Source) -> str:
+    """Today for a date, else the user's text within the schema's lengths."""
+    today = source.today
     if schema.get("format") == "date" or _DATE_PATTERN.search(str(schema.get("pattern", ""))):
         return today.isoformat()
     if schema.get("format") == "date-time":
         return f"{today.isoformat()}T00:00:00Z"
-    value = " ".join(text.split()) or "n/a"
+    value = " ".join(source.text.split()) or "n/a"
     value = value[: int(schema.get("maxLength", 200))]
     return value.ljust(int(schema.get("minLength", 0)), ".")
 
 
-def _object(schema: dict[str, Any], text: str, today: date,
-            hints: dict[str, Any]) -> dict[str, Any]:
+def _object(schema: dict[str, Any], source: _Source) -> dict[str, Any]:
+    hints = source.hints
     properties = schema.get("properties") or {}
     out: dict[str, Any] = {}
     for name, value in hints.items():
@@ -106,10 +133,10 @@ def _object(schema: dict[str, Any], text: str, today: date,
             continue
         inner = sub.get("properties") or {}
         if hints and set(hints) & set(inner):
-            value = example_for_schema(sub, text, today, hints)
+            value = _example(sub, source)
             if fits(value, sub):
                 out[name] = value
     for name in schema.get("required") or []:
         if name not in out:
-            out[name] = example_for_schema(properties.get(name, {}), text, today, hints)
+            out[name] = _example(properties.get(name, {}), source)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp import types
@@ -101,26 +102,23 @@ def call_result(execution: Execution) -> types.CallToolResult:
     )
 
 
+@dataclass(frozen=True)
+class _Serving:
+    """What every call of one server shares: the brain, the user it acts for, the lock that
+    runs side effects one at a time, and each session's batch (the newest last)."""
+
+    brain: Brain
+    user_id: str
+    writes: asyncio.Lock = field(default_factory=asyncio.Lock)
+    batches: OrderedDict[str, Batch] = field(default_factory=OrderedDict)
+
+
 def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any]:
     """A server acting for one user over `brain`. Side effects run one at a time (as in a
     turn); read-only calls run as they come. Each session's writes are bounded and kept as
     one batch (`brain.tools.batch`), which `undo_session` puts back."""
     tools = tool_list()
-    writes = asyncio.Lock()
-    batches: OrderedDict[str, Batch] = OrderedDict()
-
-    def batch_of(ctx: ServerRequestContext[Any]) -> Batch:
-        # A session: an HTTP client's Mcp-Session-Id; without one (stdio: this process's one
-        # client; the stateless protocol over HTTP) the server's run. The newest kept.
-        request = ctx.request
-        headers = getattr(request, "headers", None)
-        key = str(headers.get(SESSION_HEADER) or "") if headers is not None else ""
-        if key not in batches:
-            batches[key] = brain.tools.batch()
-            while len(batches) > MAX_SESSIONS:
-                batches.popitem(last=False)
-        batches.move_to_end(key)
-        return batches[key]
+    serving = _Serving(brain, user_id)
 
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -130,33 +128,64 @@ def build_server(brain: Brain, user_id: str, *, version: str = "") -> Server[Any
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         client = ctx.session.client_params
         name = client.client_info.name if client is not None else "client"
-        batch = batch_of(ctx)
+        batch = _batch_of(serving, ctx)
         with brain.acting_as(user_id, f"mcp {name}"[:60]):  # the history says where a change came from
-            return await _call(params, batch)
-
-    async def _call(params: types.CallToolRequestParams, batch: Batch) -> types.CallToolResult:
-        if params.name in history_tools.NAMES:
-            if params.name == history_tools.HISTORY.name:
-                return await history_tools.call(brain, user_id, params.name, params.arguments)
-            async with writes:
-                return await history_tools.call(brain, user_id, params.name, params.arguments,
-                                                batch=batch)
-        if params.name == ASK.name:
-            return await _ask(brain, user_id, params.arguments)
-        tool = TOOLS.get(params.name)
-        if tool is None or tool.internal:  # the spec's protocol error for an unknown tool
-            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-        if not tool.read_only:
-            async with writes:
-                execution = await brain.tools.call(user_id=user_id, name=params.name,
-                                                  arguments=params.arguments, batch=batch)
-        else:
-            execution = await brain.tools.call(user_id=user_id, name=params.name,
-                                              arguments=params.arguments)
-        return call_result(execution)
+            return await _call(serving, params, batch)
 
     return Server(SERVER_NAME, version=version, title="Second Brain",
                   instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _batch_of(serving: _Serving, ctx: ServerRequestContext[Any]) -> Batch:
+    # A session: an HTTP client's Mcp-Session-Id; without one (stdio: this process's one
+    # client; the stateless protocol over HTTP) the server's run. The newest kept.
+    batches = serving.batches
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    key = str(headers.get(SESSION_HEADER) or "") if headers is not None else ""
+    if key not in batches:
+        batches[key] = serving.brain.tools.batch()
+        while len(batches) > MAX_SESSIONS:
+            batches.popitem(last=False)
+    batches.move_to_end(key)
+    return batches[key]
+
+
+async def _call(serving: _Serving, params: types.CallToolRequestParams,
+                batch: Batch) -> types.CallToolResult:
+    if params.name in history_tools.NAMES:
+        return await _history_call(serving, params, batch)
+    if params.name == ASK.name:
+        return await _ask(serving.brain, serving.user_id, params.arguments)
+    return await _registry_call(serving, params, batch)
+
+
+async def _history_call(serving: _Serving, params: types.CallToolRequestParams,
+                        batch: Batch) -> types.CallToolResult:
+    """The vault's history, read as it comes; undo_session changes notes, one at a time."""
+    brain, user_id = serving.brain, serving.user_id
+    if params.name == history_tools.HISTORY.name:
+        return await history_tools.call(brain, user_id, params.name, params.arguments)
+    async with serving.writes:
+        return await history_tools.call(brain, user_id, params.name, params.arguments,
+                                        batch=batch)
+
+
+async def _registry_call(serving: _Serving, params: types.CallToolRequestParams,
+                         batch: Batch) -> types.CallToolResult:
+    """A tool of the registry; a write runs alone and joins the session's batch."""
+    brain, user_id = serving.brain, serving.user_id
+    tool = TOOLS.get(params.name)
+    if tool is None or tool.internal:  # the spec's protocol error for an unknown tool
+        raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+    if not tool.read_only:
+        async with serving.writes:
+            execution = await brain.tools.call(user_id=user_id, name=params.name,
+                                              arguments=params.arguments, batch=batch)
+    else:
+        execution = await brain.tools.call(user_id=user_id, name=params.name,
+                                          arguments=params.arguments)
+    return call_result(execution)
 
 
 async def _ask(brain: Brain, user_id: str, arguments: dict[str, Any] | None) -> types.CallToolResult:

@@ -217,7 +217,7 @@ class Installs:
             logger=log, client_id=settings.slack_client_id,
             client_secret=settings.slack_client_secret,
             token_rotation_expiration_minutes=ROTATE_MINUTES, installation_store=self.store,
-            client=self.oauth_client))
+            client=self.oauth_client, cache_enabled=True))  # no auth.test per request
         self._home: AuthorizeResult | None = None
 
     # -- the install pages --------------------------------------------------------------------

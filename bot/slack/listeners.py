@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -68,6 +68,21 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
              forget_workspace: Callable[[str], Awaitable[None]] | None = None) -> None:
     """`forget_workspace` (many workspaces): deletes a workspace's installation when it
     uninstalls the app or its bot token is revoked."""
+    # Bolt runs the first listener that matches a request: the order below is the order of
+    # registration, and the catch-all for other events comes last.
+    take = _taker(intake)
+    _register_messages(app, take, thread_known)
+    _register_actions(app, take)
+    _register_captures(app, take, reaction)
+    _register_home(app, take)
+    assistant.register(app, take, log)
+    _register_workspace_events(app, intake, accounts, forget_workspace)
+    _register_commands(app, take)
+    _register_ignored(app)
+
+
+def _taker(intake: Intake) -> assistant.Take:
+    """Records a request's job; a request that lacks a field is logged and not taken."""
 
     async def take(make: Callable[[], JobSpec], what: str, body: dict[str, Any]) -> bool:
         try:
@@ -77,26 +92,55 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return False
         return await intake.take(spec, team_id(body))
 
+    return take
+
+
+@dataclass(frozen=True)
+class _Addressed:
+    """A message the bot answers: what it is (for the log) and its text."""
+
+    what: str
+    text: str
+
+
+def _from_a_person(event: dict[str, Any], body: dict[str, Any]) -> bool:
+    if event.get("subtype") not in USER_SUBTYPES or is_from_a_bot(event):
+        return False
+    if not event.get("user"):
+        log.info("ignored a message event without a user (%s)", body.get("event_id"))
+        return False
+    return True
+
+
+async def _addressed(event: dict[str, Any], body: dict[str, Any], context: Any,
+                     thread_known: ThreadKnown) -> _Addressed | None:
+    """A DM, or a reply in a thread the bot is in; None for any other message."""
+    if not _from_a_person(event, body):
+        return None
+    text = shared_text(event)
+    if not text:
+        return None
+    if event.get("channel_type") == "im":
+        return _Addressed("direct message", text)
+    if context.bot_user_id and f"<@{context.bot_user_id}" in text:
+        return None  # app_mention delivers this one
+    thread_ts = event.get("thread_ts")
+    channel = event.get("channel")
+    if isinstance(thread_ts, str) and isinstance(channel, str) \
+            and await thread_known(channel, thread_ts):
+        return _Addressed("thread reply", text)
+    return None
+
+
+def _register_messages(app: AsyncApp, take: assistant.Take, thread_known: ThreadKnown) -> None:
+    """DMs, replies in the bot's threads and mentions: each a turn."""
+
     @app.event("message")
     async def on_message(event: dict[str, Any], body: dict[str, Any], context: Any) -> None:
-        if event.get("subtype") not in USER_SUBTYPES or is_from_a_bot(event):
-            return
-        if not event.get("user"):
-            log.info("ignored a message event without a user (%s)", body.get("event_id"))
-            return
-        text = shared_text(event)
-        if not text:
-            return
-        if event.get("channel_type") == "im":
-            await take(lambda: turn_spec(body, event, text), "direct message", body)
-            return
-        if context.bot_user_id and f"<@{context.bot_user_id}" in text:
-            return  # app_mention delivers this one
-        thread_ts = event.get("thread_ts")
-        channel = event.get("channel")
-        if isinstance(thread_ts, str) and isinstance(channel, str) \
-                and await thread_known(channel, thread_ts):
-            await take(lambda: turn_spec(body, event, text), "thread reply", body)
+        addressed = await _addressed(event, body, context, thread_known)
+        if addressed is not None:
+            text = addressed.text
+            await take(lambda: turn_spec(body, event, text), addressed.what, body)
 
     @app.event("app_mention")
     async def on_mention(event: dict[str, Any], body: dict[str, Any]) -> None:
@@ -105,6 +149,10 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         text = strip_mentions(str(event.get("text") or ""))
         if text:
             await take(lambda: turn_spec(body, event, text), "mention", body)
+
+
+def _register_actions(app: AsyncApp, take: assistant.Take) -> None:
+    """The buttons and selects: a card's, the App Home's, a reminder's."""
 
     async def on_button(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         if (body.get("container") or {}).get("type") == "view":  # the same buttons on Home
@@ -136,6 +184,10 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         await take(spec, "reminder button", body)
         await ack()
 
+
+def _register_captures(app: AsyncApp, take: assistant.Take, reaction: str) -> None:
+    """Someone's message kept as a note: the Save-to-brain shortcut, the capture reaction."""
+
     @app.message_shortcut(SAVE_SHORTCUT)
     async def on_save(ack: Ack, body: dict[str, Any]) -> None:
         await take(lambda: save_spec(body), "Save to brain", body)
@@ -150,6 +202,10 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
             return  # the bot's own reply: already the brain's words
         await take(lambda: reaction_spec(body, event), "capture reaction", body)
 
+
+def _register_home(app: AsyncApp, take: assistant.Take) -> None:
+    """The App Home opened: its Home tab, or its Messages tab."""
+
     @app.event("app_home_opened")
     async def on_home(event: dict[str, Any], body: dict[str, Any]) -> None:
         if event.get("tab") == "home":
@@ -157,15 +213,22 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         elif event.get("tab") == "messages":  # agent messaging: where a conversation starts
             await take(lambda: messages_tab_spec(body, event), "Messages tab", body)
 
-    assistant.register(app, take, log)
 
-    @app.event("app_uninstalled")
-    async def on_uninstalled(body: dict[str, Any]) -> None:
-        log.warning("app_uninstalled from %s", body.get("team_id"))
+def _register_workspace_events(app: AsyncApp, intake: Intake, accounts: Accounts | None,
+                               forget_workspace: Callable[[str], Awaitable[None]] | None,
+                               ) -> None:
+    """The app uninstalled, tokens revoked: recorded through the Brain at once."""
+
+    async def gone(body: dict[str, Any]) -> None:
         if accounts is not None:
             await accounts.uninstalled(str(body.get("team_id") or "unknown"))
         if forget_workspace is not None and body.get("team_id"):
             await forget_workspace(str(body["team_id"]))
+
+    @app.event("app_uninstalled")
+    async def on_uninstalled(body: dict[str, Any]) -> None:
+        log.warning("app_uninstalled from %s", body.get("team_id"))
+        await gone(body)
 
     @app.event("tokens_revoked")
     async def on_revoked(event: dict[str, Any], body: dict[str, Any]) -> None:
@@ -176,10 +239,12 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         if accounts is None:
             return
         if tokens.get("bot"):  # the bot's own token: nothing can reach Slack any more
-            await accounts.uninstalled(str(body.get("team_id") or "unknown"))
-            if forget_workspace is not None and body.get("team_id"):
-                await forget_workspace(str(body["team_id"]))
+            await gone(body)
         await accounts.revoked([await intake.person_of(body, u) for u in users])
+
+
+def _register_commands(app: AsyncApp, take: assistant.Take) -> None:
+    """`/digest`: answered at once with what is being done, the work a job."""
 
     @app.command("/digest")
     async def on_digest(ack: Ack, command: dict[str, Any]) -> None:
@@ -196,6 +261,8 @@ def register(app: AsyncApp, intake: Intake, thread_known: ThreadKnown, *,
         else:
             await ack()
 
+
+def _register_ignored(app: AsyncApp) -> None:
     # Events we receive but do not act on are still acked with 200, so Slack does not retry.
     @app.event(re.compile(r".*"))
     async def ignore_other_events() -> None:

@@ -59,30 +59,47 @@ def validate_message(blocks: Sequence[Block | dict[str, Any]], text: str, *,
 
 
 def _check_block(i: int, block: dict[str, Any], block_ids: set[str]) -> None:
+    _check_block_id(i, block, block_ids)
+    kind = block.get("type")
+    if kind == "section":
+        _check_section(i, block)
+    elif kind == "context":
+        _check_context(i, block)
+    elif kind == "actions":
+        _check_actions(i, block)
+
+
+def _check_block_id(i: int, block: dict[str, Any], block_ids: set[str]) -> None:
+    """A block_id is unique in its message; `block_ids` holds those of the blocks before."""
     block_id = block.get("block_id")
     if block_id is not None:
         if block_id in block_ids:
             raise MessageInvalid(f"block {i}: block_id {block_id!r} is used twice")
         block_ids.add(block_id)
-    kind = block.get("type")
-    if kind == "section":
-        text = block.get("text")
-        if text is not None and not str(text.get("text", "")).strip():
-            raise MessageInvalid(f"block {i}: section text is empty")
-        for j, field in enumerate(block.get("fields") or []):
-            if len(field.get("text", "")) > MAX_FIELD_TEXT:
-                raise MessageInvalid(f"block {i}: field {j} exceeds {MAX_FIELD_TEXT} characters")
-            if not str(field.get("text", "")).strip():
-                raise MessageInvalid(f"block {i}: field {j} is empty")
-    elif kind == "context":
-        for j, element in enumerate(block.get("elements") or []):
-            if len(str(element.get("text", ""))) > MAX_CONTEXT_TEXT:
-                raise MessageInvalid(f"block {i}: context element {j} is too long")
-    elif kind == "actions":
-        action_ids = [e.get("action_id") for e in block.get("elements") or []]
-        present = [a for a in action_ids if a]
-        if len(present) != len(set(present)):
-            raise MessageInvalid(f"block {i}: action_id used twice in one block")
+
+
+def _check_section(i: int, block: dict[str, Any]) -> None:
+    text = block.get("text")
+    if text is not None and not str(text.get("text", "")).strip():
+        raise MessageInvalid(f"block {i}: section text is empty")
+    for j, field in enumerate(block.get("fields") or []):
+        if len(field.get("text", "")) > MAX_FIELD_TEXT:
+            raise MessageInvalid(f"block {i}: field {j} exceeds {MAX_FIELD_TEXT} characters")
+        if not str(field.get("text", "")).strip():
+            raise MessageInvalid(f"block {i}: field {j} is empty")
+
+
+def _check_context(i: int, block: dict[str, Any]) -> None:
+    for j, element in enumerate(block.get("elements") or []):
+        if len(str(element.get("text", ""))) > MAX_CONTEXT_TEXT:
+            raise MessageInvalid(f"block {i}: context element {j} is too long")
+
+
+def _check_actions(i: int, block: dict[str, Any]) -> None:
+    action_ids = [e.get("action_id") for e in block.get("elements") or []]
+    present = [a for a in action_ids if a]
+    if len(present) != len(set(present)):
+        raise MessageInvalid(f"block {i}: action_id used twice in one block")
 
 
 def message(blocks: Sequence[Block | dict[str, Any]], text: str) -> SlackMessage:

@@ -46,7 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.errors import InvalidValue
 from storage.models import Job, utcnow
 from storage.repositories.common import dialect_insert
-from storage.repositories.shares import Shares, claimable, fair_order
+from storage.repositories.shares import OPEN_STATES, Shares, claimable, fair_order
 from storage.text import clean_value
 
 STATES = ("pending", "running", "done", "failed")
@@ -328,6 +328,17 @@ async def counts(s: AsyncSession) -> dict[str, int]:
     """Jobs per state (for /health and `brain doctor`)."""
     rows = await s.execute(select(Job.state, func.count()).group_by(Job.state))
     out = dict.fromkeys(STATES, 0)
+    for state, n in rows:
+        out[str(state)] = int(n)
+    return out
+
+
+async def open_counts(s: AsyncSession) -> dict[str, int]:
+    """Jobs pending and running (for /health and a worker's idle check): through the state
+    index, so the cost follows the open work, not the day of finished jobs kept."""
+    rows = await s.execute(select(Job.state, func.count()).where(Job.state.in_(OPEN_STATES))
+                           .group_by(Job.state))
+    out = dict.fromkeys(OPEN_STATES, 0)
     for state, n in rows:
         out[str(state)] = int(n)
     return out

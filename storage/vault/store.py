@@ -30,7 +30,6 @@ from storage.index import SearchIndex
 from storage.index.refresh import index_turn, last_scan, needs_tidy, scanned, tidy
 from storage.index.search_index import MEANING_FLOOR, MeaningQuery
 from storage.meaning.shared_model import Meaning
-from storage.repositories.receipts import ReceiptClaim, Receipts
 from storage.text import clean_text
 from storage.types import (
     TRASH_DIR,
@@ -301,9 +300,12 @@ class Store(Recorded):
         receipt records, never a file that merely carries the id. The lookup and the write are
         one step under the vault's write lock, and the new file is indexed before the lock is
         let go, so the other run's lookup sees it."""
-        receipts = Receipts(self.db) if receipt is not None else None
-        claim = ReceiptClaim(receipts, receipt, entry_id) \
-            if receipts is not None and receipt is not None and entry_id else None
+        receipts = claim = None
+        if receipt is not None:  # the rows' module (and the ORM) only when a receipt is made
+            from storage.repositories.receipts import ReceiptClaim, Receipts
+
+            receipts = Receipts(self.db)
+            claim = ReceiptClaim(receipts, receipt, entry_id) if entry_id else None
         async with self._changing():
             entry = await self._made_before(entry_id, claim)
             made = entry is None
@@ -322,7 +324,7 @@ class Store(Recorded):
             kept = await receipts.record(receipt, entry.id, entry.path)
         return Created(entry, made, kept)
 
-    async def _made_before(self, entry_id: str | None, claim: ReceiptClaim | None,
+    async def _made_before(self, entry_id: str | None, claim: ids.Claim | None,
                            ) -> Entry | None:
         """The note an earlier run made under a derived id: the one its receipt records
         (found where the receipt says, else by id), or, without a receipt to go by, any note

@@ -10,6 +10,7 @@ import pytest
 
 from bot.brain import Brain
 from bot.config import Settings
+from bot.core import OPEN_STORES
 from bot.llm.configs import make_provider, select_config
 from storage import repositories
 from tests.bot.scripted import ScriptedProvider, call, text, tools
@@ -187,3 +188,22 @@ async def test_a_tool_run_records_when_the_tool_started_not_when_the_turn_did(sc
     first, second = turn.tool_runs
     assert (first.started_at - turn.created_at).total_seconds() >= 0.25
     assert (second.started_at - first.started_at).total_seconds() >= 0.25
+
+
+async def test_a_process_holds_a_bounded_number_of_peoples_stores(tmp_path: Path) -> None:
+    """A process that has served many people keeps the Stores of the latest OPEN_STORES only
+    (each one watched by the indexer, and its caches): its memory does not grow with the
+    people it ever served. Someone served again gets a Store of the same vault."""
+    brain = await Brain.start(_settings(tmp_path), with_llm=False)
+    try:
+        first = brain.store_for("U0")
+        await first.create("ideas", "Kites", {}, "Kites over the bay\n")
+        for n in range(1, OPEN_STORES + 40):
+            brain.store_for(f"U{n}")
+        assert brain.stores.open == OPEN_STORES
+        again = brain.store_for("U0")
+        assert again is not first and again.vault.root == first.vault.root
+        assert [e.name for e in (await again.search("kites")).entries] == ["Kites"]
+        assert brain.stores.open == OPEN_STORES
+    finally:
+        await brain.close()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from bot.config import Settings
+from bot.config import Settings, cpu_quota, default_processes
 
 
 def settings(**values: Any) -> Settings:
@@ -59,3 +60,34 @@ def test_serve_runs_one_process_per_core_unless_told(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("BRAIN_PROCESSES", raising=False)
     assert settings().processes == max(os.cpu_count() or 1, 1)
     assert settings(BRAIN_PROCESSES="1").processes == 1
+
+
+def _cgroup(tmp_path: Path, line: str, files: dict[str, str]) -> tuple[Path, Path]:
+    """A /sys/fs/cgroup tree and a /proc/self/cgroup as a container's runtime writes them."""
+    root = tmp_path / "cgroup"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    mine = tmp_path / "self-cgroup"
+    mine.write_text(line + "\n")
+    return root, mine
+
+
+def test_processes_follow_a_containers_cpu_quota_not_the_hosts_cores(tmp_path: Path) -> None:
+    # cgroup v2: 1.5 CPUs for this container (its parent is unlimited): 2 processes at most
+    v2 = _cgroup(tmp_path / "v2", "0::/kube/pod1", {
+        "kube/pod1/cpu.max": "150000 100000\n", "kube/cpu.max": "max 100000\n"})
+    assert cpu_quota(*v2) == 1.5
+    assert default_processes(*v2) == min(2, len(os.sched_getaffinity(0)))
+    # cgroup v1: one CPU (the quota on a parent counts too)
+    v1 = _cgroup(tmp_path / "v1", "4:cpu,cpuacct:/docker/abc", {
+        "cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "-1\n",
+        "cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n",
+        "cpu,cpuacct/docker/cpu.cfs_quota_us": "100000\n",
+        "cpu,cpuacct/docker/cpu.cfs_period_us": "100000\n"})
+    assert cpu_quota(*v1) == 1.0 and default_processes(*v1) == 1
+    # no quota anywhere, or no cgroup to read: the cores this process may run on
+    free = _cgroup(tmp_path / "free", "0::/", {"cpu.max": "max 100000\n"})
+    assert cpu_quota(*free) is None
+    assert default_processes(*free) == min(len(os.sched_getaffinity(0)), 64)
+    assert cpu_quota(tmp_path / "none", tmp_path / "missing") is None

@@ -193,3 +193,25 @@ async def test_the_home_tab_of_a_second_workspace_shows_that_persons_notes(
         assert call.body["user_id"] == USER and call.token == other_token
         shown = json.dumps(call.body["view"])
         assert "lighthouses" in shown and "dentist" not in shown
+
+
+async def test_a_workspaces_requests_are_acked_without_asking_slack_who_the_bot_is(
+        tmp_path: Path) -> None:
+    """Bolt's authorize remembers each token's identity: the second workspace's requests ask
+    auth.test once, not once per request (the ack waited for it)."""
+    async with many_workspaces(tmp_path) as slack:
+        await install(slack)
+        other_token = next(t for t, team in slack.fake.oauth.team_of.items()
+                           if team == OTHER.team_id)
+
+        def asked() -> int:
+            return sum(c.token == other_token for c in slack.fake.calls_to("auth.test"))
+
+        before = asked()  # the installation's own
+        for n in range(5):
+            status, _ = await slack.send.event(dm_from(
+                OTHER.team_id, f"Idea {n}: a lighthouse tour", ts=f"17672617{n:02d}.000100",
+                event_id=f"Ev0SBWAUTH{n}", channel=DM2))
+            assert status == 200
+        await slack.fake.wait_for("chat.postMessage", 5)
+        assert asked() - before <= 1, asked() - before  # 5 before Bolt's cache was on
