@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from bot.jobs.queue import JobQueue
     from bot.llm.types import Provider
     from bot.note_actions import NoteActions
+    from bot.remotes import Remotes
     from bot.schedule.reminders import Reminders
     from bot.stores import Stores
     from bot.tenancy.accounts import Accounts
@@ -207,6 +208,13 @@ class Brain:
         from bot.tenancy.accounts import Accounts
 
         return Accounts(self.core, self.people)
+
+    @cached_property
+    def remotes(self) -> Remotes:
+        """Each person's vault as a git remote: tokens, address, requests (bot/remotes.py)."""
+        from bot.remotes import Remotes
+
+        return Remotes(self.core)
 
     @cached_property
     def people(self) -> People:

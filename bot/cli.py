@@ -19,6 +19,7 @@ from bot.commands import (
     privacy,
     serve,
     storage_cmds,
+    sync_cmds,
 )
 from bot.commands.common import (
     BrainParser,
@@ -29,7 +30,8 @@ from bot.commands.common import (
     version,
 )
 
-COMMAND_MODULES = (add, storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy)
+COMMAND_MODULES = (add, storage_cmds, history_cmds, ask, chat, digest, serve, mcp_server, privacy,
+                   sync_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

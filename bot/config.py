@@ -6,6 +6,7 @@ import contextlib
 import math
 import os
 import re
+import socket
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -122,6 +123,14 @@ def parse_rate(text: str) -> tuple[int, timedelta]:
     return int(count), timedelta(seconds=period)
 
 
+def _port(text: str | None) -> int:
+    try:
+        port = int(text or "3000")
+    except ValueError:
+        return 3000
+    return port if 1 <= port <= 65535 else 3000
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
@@ -202,6 +211,39 @@ class Settings(BaseSettings):
     # leave the window. `undo_session` puts a session's changes back.
     mcp_max_writes: int = Field(default=100, ge=1, le=100_000, alias="BRAIN_MCP_MAX_WRITES")
     mcp_write_window: float = Field(default=3600.0, gt=0, alias="BRAIN_MCP_WRITE_WINDOW")
+
+    # Each person's vault as a git remote (`brain serve`: /git/<person>.git; README "Sync with
+    # Obsidian"): the address people reach (default http://<host>:<port> of `brain serve`);
+    # how many days a token stays good unused; the most files (and commits) one push may
+    # change; the most one push may send.
+    public_url: str | None = Field(default=None, alias="BRAIN_PUBLIC_URL")
+    sync_token_days: int = Field(default=90, ge=1, le=36_500, alias="BRAIN_SYNC_TOKEN_DAYS")
+    sync_max_files: int = Field(default=1000, ge=1, le=1_000_000, alias="BRAIN_SYNC_MAX_FILES")
+    sync_max_push_mb: float = Field(default=200.0, gt=0, le=102_400,
+                                    alias="BRAIN_SYNC_MAX_PUSH_MB")
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not re.match(r"^https?://[^/\s]+(/[^\s]*)?$", value):
+            raise ValueError("BRAIN_PUBLIC_URL must be an http:// or https:// address, e.g. "
+                             "https://brain.example.com")
+        return value
+
+    def public_base(self, host: str | None = None, port: int | None = None) -> str:
+        """Where people reach `brain serve`: BRAIN_PUBLIC_URL, else http://<host>:<port> as
+        `brain serve` binds them (its --host and --port, else BRAIN_HOST and PORT; an
+        address for every interface as this machine's name)."""
+        if self.public_url:
+            return self.public_url
+        host = host or os.environ.get("BRAIN_HOST") or "0.0.0.0"
+        port = port or _port(os.environ.get("PORT"))
+        if host in ("0.0.0.0", "::", "*"):
+            host = socket.gethostname()
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @field_validator("capture_reaction")
     @classmethod

@@ -165,6 +165,9 @@ class Stores:
     async def close(self) -> None:
         if self.indexer is not None:
             await self.indexer.close()
+        for store in self._stores:  # their histories' open pack files (a git remote's too)
+            if store.history is not None:
+                store.history.close()
 
     def turn_similar(self, store: Store) -> Similar:
         """The `similar` hook for a turn in `store`'s vault; the offline provider asks it too

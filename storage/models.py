@@ -1,4 +1,5 @@
-"""ORM tables of the core schema (migrations 0001_core, 0003_intake, 0005_reminders).
+"""ORM tables of the core schema (migrations 0001_core, 0003_intake, 0005_reminders,
+0018_sync_tokens).
 
 Timestamps: every datetime column is `UTCDateTime`. Callers pass timezone-aware datetimes
 (naive ones are refused: their zone is a guess); rows come back timezone-aware in UTC. On
@@ -284,6 +285,20 @@ class SlackHome(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     team_id: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SyncToken(Base):
+    """A token a person's git client sends to reach their vault's remote (migration 0018):
+    kept as its SHA-256 only, with its first characters to name it by."""
+
+    __tablename__ = "sync_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    shown: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 CORE_TABLES: tuple[str, ...] = (

@@ -15,7 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("bot", "tools", "storage")
 # The adapters (DESIGN.md): they reach storage only through bot.brain, the one door.
-ADAPTERS = ("bot/slack/", "bot/commands/", "bot/mcp/", "bot/cli.py")
+ADAPTERS = ("bot/slack/", "bot/commands/", "bot/mcp/", "bot/sync/", "bot/cli.py")
+# git's protocol, server side (dulwich's handlers): only the adapter that serves it.
+GIT_SERVER = ("dulwich.server", "dulwich.protocol", "dulwich.web", "dulwich.aiohttp")
 ADAPTER_STORAGE = ("storage.types", "storage.errors")
 MAX_LINES = 400
 
@@ -114,6 +116,8 @@ def _rules(rel: str, imp: Import) -> list[str]:
         why.append("SQL (sqlalchemy/alembic/aiosqlite) only in storage/")
     if top in ("mcp", "mcp_types", "starlette", "uvicorn") and not rel.startswith("bot/mcp/"):
         why.append("the MCP SDK (and its HTTP stack) only in bot/mcp/")
+    if any(imp.under(m) for m in GIT_SERVER) and not rel.startswith("bot/sync/"):
+        why.append("git's server protocol (dulwich.server, .protocol, .web) only in bot/sync/")
     if rel.startswith("bot/") and not rel.startswith(ADAPTERS) and rel != "bot/brain.py" \
             and imp.under("bot.brain"):
         why.append("services never import the Brain (they take bot.core.Core)")
@@ -211,6 +215,10 @@ BAD_CASES = [
     ("bot/llm/offline.py", "from bot import slack\n", "bot/llm must not import bot.slack"),
     ("bot/llm/offline.py", "from ..slack.app import x\n", "bot/llm must not import bot.slack"),
     ("bot/capture/messages.py", "from bot.brain import Brain\n", "services never import the Brain"),
+    ("storage/sync/x.py", "from dulwich.server import ReceivePackHandler\n",
+     "git's server protocol"),
+    ("bot/slack/x.py", "import dulwich.protocol\n", "git's server protocol"),
+    ("bot/sync/x.py", "from storage.sync import tokens\n", "adapters reach storage through"),
     ("bot/answers/x.py", "if X:\n    from bot import brain\n", "services never import the Brain"),
     ("bot/home.py", "class Home:\n    def __init__(self, brain):\n        pass\n",
      "services take the Core, never the Brain"),
@@ -232,6 +240,9 @@ GOOD_CASES = [
     ("bot/commands/x.py", "def f():\n    from bot.mcp.transports import serve_stdio\n"),
     ("bot/slack/handlers/turns.py", "from bot.brain import Brain\ndef f(brain: Brain):\n    pass\n"),
     ("bot/home.py", "from bot.core import Core\ndef f(core: Core):\n    pass\n"),
+    ("bot/sync/wire.py", "from dulwich.server import UploadPackHandler\n"
+     "from dulwich.protocol import ReceivableProtocol\n"),
+    ("storage/sync/x.py", "from dulwich.repo import BaseRepo\nfrom dulwich.hooks import Hook\n"),
 ]
 
 

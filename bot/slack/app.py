@@ -37,6 +37,7 @@ from bot.slack.handlers.jobs import SlackWork
 from bot.slack.installs import INSTALL_PATH, REDIRECT_PATH, Installs
 from bot.slack.intake import Intake, IntakeFailed
 from bot.slack.web import make_client
+from bot.sync.http import GitRoutes
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,7 @@ class SlackBot:
                            reaction=settings.capture_reaction, accounts=brain.accounts,
                            forget_workspace=self.installs.forget if self.installs else None)
         self.app.error(self._bolt_error)
+        self.git = GitRoutes(brain)  # /git/<person>.git: each vault as a git remote
         self.scheduler: DigestScheduler | None = None
         self.reminder_scheduler: ReminderScheduler | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -201,15 +203,17 @@ class SlackBot:
             await self.worker.stop(drain_timeout)
         if self._session is not None:
             await self._session.close()
+        self.git.close()
 
     # -- HTTP ---------------------------------------------------------------------------------
 
     def web_app(self) -> web.Application:
-        """POST /slack/events (events, interactivity, commands) and GET /health; with many
-        workspaces also GET /slack/install and /slack/oauth_redirect."""
+        """POST /slack/events (events, interactivity, commands), GET /health, and each
+        person's git remote under /git/ (bot/sync/); with many workspaces also GET
+        /slack/install and /slack/oauth_redirect."""
         webapp = web.Application()
         webapp.add_routes([web.post(EVENTS_PATH, self._handle_slack),
-                           web.get(HEALTH_PATH, self.health)])
+                           web.get(HEALTH_PATH, self.health), *self.git.routes()])
         if self.installs is not None:
             webapp.add_routes([web.get(INSTALL_PATH, self._install_page),
                                web.get(REDIRECT_PATH, self._oauth_redirect)])

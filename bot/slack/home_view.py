@@ -35,6 +35,7 @@ DIGEST_DAILY = "home_digest_daily"
 DIGEST_WEEKLY = "home_digest_weekly"
 UNDO_CHANGE = "home_undo_change"  # its value: a change id of the vault's history
 MODEL = "home_model"  # its value: an LLM config id
+SYNC = "home_sync"  # "Sync with Obsidian": the presser gets their remote and a new token
 DAILY_TIMES = ("07:00", "08:00", "09:00", "12:00", "17:00", "18:00")
 WEEKLY_TIMES = (("mon", "09:00"), ("fri", "16:00"), ("sun", "18:00"))
 
@@ -180,6 +181,15 @@ def _model(data: Any) -> list[Block]:
             cards.context("Your messages, answers and digests use it.")]
 
 
+def _sync() -> list[Block]:
+    """Their vault in their own Obsidian: the address and a token go to them alone."""
+    return [SectionBlock(
+        text=MarkdownTextObject(text="*Sync with Obsidian*\nYour notes as a git repository "
+                                "that Obsidian's Git plugin keeps in step both ways."),
+        block_id="sync",
+        accessory=ButtonElement(text="Sync with Obsidian", action_id=SYNC, value="sync"))]
+
+
 def home_blocks(data: Any) -> list[dict[str, Any]]:
     """The Home's blocks, validated (cards' checks, then as a view of at most 100 blocks)."""
     blocks: list[Block] = [
@@ -188,7 +198,7 @@ def home_blocks(data: Any) -> list[dict[str, Any]]:
                       "ask me anything about your notes."),
     ]
     for part in (_inbox(data), _projects(data), _due(data), _captures(data), _changes(data),
-                 _digests(data), _model(data)):
+                 _digests(data), _model(data), _sync()):
         if part:
             blocks.append(DividerBlock())
             blocks.extend(part)

@@ -138,7 +138,7 @@ async def serve_socket(bot: SlackBot, app_token: str, host: str, health_port: in
     try:
         if health_port is not None:
             health = web.Application()
-            health.add_routes([web.get(HEALTH_PATH, bot.health)])
+            health.add_routes([web.get(HEALTH_PATH, bot.health), *bot.git.routes()])
             runner = await _start_site(health, host, health_port)
         await _unless_stopped(stop, handler.connect_async())
         print("brain: connected to Slack (Socket Mode)", flush=True)
@@ -162,7 +162,7 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
 
     stop = _stop_event()
     if work_only:  # a helper: its parent checked the settings and holds the front
-        await helper(settings, stop, listen_fd)
+        await helper(settings, stop, listen_fd, (host, port))
         return
     http = http or not settings.slack_app_token  # Socket Mode needs the app token
     check_serve_settings(settings, http=http)
@@ -178,10 +178,11 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
             listener.close()
         return
     brain.stores.keep_fresh()  # the index rescanned and embedded in the background
+    brain.remotes.serving_at(host, port)  # the default address of the git remotes
     if accepted and not settings.oauth:  # the token works: an earlier uninstall is over
         await brain.accounts.installed()
     pool = WorkerPool((workers or settings.processes) - 1, log_level,
-                      listener=listener)
+                      listener=listener, address=(host, port))
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds),
                    helpers=pool if pool.helpers else None)  # one process: nothing to wake

@@ -41,9 +41,11 @@ class WorkerPool:
     """The helper processes of one `brain serve`; `wake()` after recording work."""
 
     def __init__(self, helpers: int, log_level: str,
-                 listener: socket.socket | None = None) -> None:
+                 listener: socket.socket | None = None,
+                 address: tuple[str, int] | None = None) -> None:
         self.helpers = max(helpers, 0)
         self.log_level = log_level
+        self.address = address  # `--host`, `--port`: the git remotes' default address
         self.listener = listener  # HTTP: the helpers accept and ack on this socket too
         self._procs: list[asyncio.subprocess.Process | None] = [None] * self.helpers
         self._ready: set[int] = set()  # slots whose helper said it is taking work
@@ -66,6 +68,8 @@ class WorkerPool:
         if self.listener is not None:
             fds = (self.listener.fileno(),)
             front = ["--listen-fd", str(fds[0])]
+        if self.address is not None:
+            front += ["--host", self.address[0], "--port", str(self.address[1])]
         self._procs[slot] = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot.cli", "serve", "--work-only", *front,
             "--log-level", self.log_level, stdin=asyncio.subprocess.PIPE,
@@ -149,7 +153,8 @@ def _read_parent(loop: asyncio.AbstractEventLoop, wake: asyncio.Event,
         loop.call_soon_threadsafe(wake.set)
 
 
-async def work_only(settings: Settings, stop: asyncio.Event, listen_fd: int | None) -> None:
+async def work_only(settings: Settings, stop: asyncio.Event, listen_fd: int | None,
+                    address: tuple[str, int] | None = None) -> None:
     """`brain serve --work-only`: run journal work (and, given the parent's listening socket,
     take Slack's requests on it too) until the parent goes or a signal comes."""
     from bot.brain import Brain
@@ -157,6 +162,8 @@ async def work_only(settings: Settings, stop: asyncio.Event, listen_fd: int | No
 
     brain = await Brain.start(settings)
     brain.stores.keep_fresh()  # this process's writes are embedded by this process
+    if address is not None:
+        brain.remotes.serving_at(*address)
     bot = SlackBot(brain, settings, concurrency=settings.workers,
                    lease=timedelta(seconds=settings.job_lease_seconds))
     loop = asyncio.get_running_loop()

@@ -27,7 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from storage.errors import InvalidValue, NotFound
+from dulwich.objects import ObjectID
+
+from storage.errors import InvalidValue, NotFound, UnsafePath
 from storage.history.context import collected, current_origin
 from storage.history.pending import Late, Pending, why
 from storage.history.repo import HistoryRepo, blob_id
@@ -91,9 +93,11 @@ class History:
     # --- the files -------------------------------------------------------------------------
 
     def disk(self, rel: str) -> bytes | None:
+        """The file's bytes; None when absent, or when a link takes it out of the vault (such
+        bytes never enter the history, nor the vault's git remote)."""
         try:
-            return (self.vault.root / rel).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return self.vault.resolve(rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePath):
             return None
 
     def _differs(self, rels: Iterable[str]) -> dict[str, bytes | None]:
@@ -196,8 +200,12 @@ class History:
             return 0
         late = self.pending.entries()
         for entry in late:  # not part of the turn that happens to record them (its Undo)
-            self.record_now(replace(entry, summary=entry.summary + LATE), when=entry.at,
-                            collect=False)
+            if entry.put:  # a change a process was making when it stopped: made whole now
+                self.vault.put({rel: None if blob is None else
+                                self.repo.data(ObjectID(blob.encode()))
+                                for rel, blob in entry.put})
+            self.record_now(replace(entry, summary=entry.summary + LATE, put=()),
+                            when=entry.at, collect=False)
         self.pending.done()
         log.info("history: %d change(s) recorded late", len(late))
         return len(late)

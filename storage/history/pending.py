@@ -32,6 +32,9 @@ class Late:
     moved: tuple[tuple[str, str], ...] = ()
     undoes: str | None = None
     new_folders: tuple[str, ...] = ()
+    # A change being made (a pushed commit, storage/sync/apply.py): each path and the blob it
+    # is set to in the history's objects (None: removed), put again before it is recorded.
+    put: tuple[tuple[str, str | None], ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Late:
@@ -43,10 +46,13 @@ class Late:
         pairs = tuple((str(a), str(b)) for a, b in moved) if isinstance(moved, list) else ()
         at = data.get("at")
         undoes = data.get("undoes")
+        put = data.get("put") or ()
+        files = tuple((str(a), None if b is None else str(b)) for a, b in put) \
+            if isinstance(put, list) else ()
         return cls(str(data.get("action", "")), str(data.get("summary", "")), strings("paths"),
                    str(data.get("who", "")), str(data.get("source", "")),
                    at if isinstance(at, int) else 0, pairs,
-                   undoes if isinstance(undoes, str) else None, strings("new_folders"))
+                   undoes if isinstance(undoes, str) else None, strings("new_folders"), files)
 
 
 def why(exc: BaseException) -> str:

@@ -58,6 +58,7 @@ class HistoryRepo:
             self.repo.refs.set_symbolic_ref(Ref(b"HEAD"), BRANCH)
         # Entries of trees read or written, by id (a cache: ids name content for good).
         self._trees: dict[bytes, dict[bytes, tuple[int, bytes]]] = {}
+        self._commit_trees: dict[bytes, ObjectID] = {}  # commit -> its tree
 
     def close(self) -> None:
         self.repo.close()
@@ -188,9 +189,15 @@ class HistoryRepo:
     def _tree_of(self, commit_id: ObjectID | None) -> ObjectID | None:
         if commit_id is None:
             return None
-        obj = self.repo[commit_id]
-        assert isinstance(obj, Commit)
-        return obj.tree
+        tree = self._commit_trees.get(commit_id)
+        if tree is None:  # (a commit never changes: its tree is read once)
+            obj = self.repo[commit_id]
+            assert isinstance(obj, Commit)
+            tree = obj.tree
+            if len(self._commit_trees) >= TREE_CACHE:
+                self._commit_trees.pop(next(iter(self._commit_trees)))
+            self._commit_trees[commit_id] = tree
+        return tree
 
     def blob_at(self, commit_id: ObjectID | None, rel: str) -> ObjectID | None:
         """The id of `rel`'s blob in that commit, or None when it was not there."""
@@ -212,6 +219,10 @@ class HistoryRepo:
         obj = self.repo[blob]
         assert isinstance(obj, Blob)
         return obj.data
+
+    def add_blob(self, data: bytes) -> ObjectID:
+        """Keep these bytes as a blob (a file a change is about to write); returns its id."""
+        return ObjectID(binascii.hexlify(self._write_loose(b"blob", data)))
 
     def commit(self, files: Mapping[str, bytes | None], message: str, author: str,
                *, when: int | None = None) -> ObjectID:

@@ -21,7 +21,6 @@ from storage.history.history import START, UNDO, History
 from storage.history.pending import Late, why
 from storage.history.repo import blob_id
 from storage.types import Change
-from storage.vault.atomic import write_atomic
 from storage.vault.files import Vault
 
 
@@ -57,7 +56,7 @@ def undo(history: History, ref: str | None) -> Change:
     _check_unchanged(history, target, files)
     vault = history.vault
     saved = {rel: history.disk(rel) for rel in wanted}
-    made = _put(vault, wanted)
+    made = vault.put(wanted)
     gone = _remove_empty(vault, target.new_folders)
     origin = current_origin()
     late = Late(UNDO, f"{target.action}: {target.summary}", tuple(wanted), origin.who,
@@ -68,7 +67,7 @@ def undo(history: History, ref: str | None) -> Change:
     except Exception as exc:  # noqa: BLE001 (the files go back as they were)
         for folder in gone:
             vault.resolve(folder).mkdir(parents=True, exist_ok=True)
-        _put(vault, saved)
+        vault.put(saved)
         _remove_empty(vault, made)
         raise _refused(exc) from None
     if change is None:  # the change had changed nothing: still say it was undone
@@ -92,21 +91,6 @@ def _check_unchanged(history: History, target: Change,
         f"not undone: {', '.join(sorted(since))} changed after that change"
         + (f", by {', '.join(by)}" if by else " (outside the app, not yet recorded)")
         + "; undo the later change first, or leave it (`brain history` lists them)")
-
-
-def _put(vault: Vault, files: dict[str, bytes | None]) -> list[str]:
-    """Each file set to its bytes (None: removed); returns the folders it had to make."""
-    made: list[str] = []
-    for rel, data in files.items():
-        path = vault.resolve(rel)
-        if data is None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            continue
-        made.extend(f for f in vault.absent_folders(rel) if f not in made)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
-    return made
 
 
 def _remove_empty(vault: Vault, folders: tuple[str, ...] | list[str]) -> list[str]:

@@ -22,6 +22,7 @@ from storage.models import (
     Receipt,
     Reminder,
     SlackUser,
+    SyncToken,
     ToolRun,
     Turn,
 )
@@ -120,7 +121,8 @@ async def forget(s: AsyncSession, user_id: str) -> dict[str, int]:
     counts["conversations"] = rowcount(await s.execute(
         delete(Conversation).where(Conversation.user_id == user_id)))
     for name, model in (("jobs", Job), ("digest_subscriptions", DigestSubscription),
-                        ("reminders", Reminder), ("slack_users", SlackUser)):
+                        ("reminders", Reminder), ("slack_users", SlackUser),
+                        ("sync_tokens", SyncToken)):
         counts[name] = rowcount(await s.execute(delete(model).where(
             model.user_id == user_id)))
     return counts

@@ -49,6 +49,39 @@ def write_atomic(path: Path, text: str | bytes) -> None:
         raise
 
 
+def write_all(files: list[tuple[Path, bytes]]) -> None:
+    """`write_atomic` for many files at once (a push): every temp file written, then each
+    synced (the file system writes them together: a fraction of a sync each), then each
+    renamed into place. A crash at any point leaves each file old or whole."""
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            try:
+                mode = path.stat().st_mode & 0o777
+            except FileNotFoundError:
+                mode = 0o644
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                       suffix=TEMP_SUFFIX)
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(tmp, mode)
+        for tmp, _path in temps:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        while temps:
+            tmp, path = temps[0]
+            os.replace(tmp, path)
+            temps.pop(0)
+    finally:
+        for tmp, _path in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
 # A file system without hard links (some network and FAT mounts) says one of these.
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
 

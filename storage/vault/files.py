@@ -7,6 +7,7 @@ free name), so a reader, the mtime-based index or a `kill -9` never leaves half 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -34,6 +35,7 @@ from storage.vault.atomic import (
     name_sep,
     relocate,
     remove_old,
+    write_all,
     write_atomic,
     write_new,
 )
@@ -308,6 +310,23 @@ class Vault:
         if old_rel.split("/", 1)[0] == TRASH_DIR:
             raise InvalidValue(f"{old_rel} is already in the trash")
         return self._relocate(path, self.root / TRASH_DIR / old_rel)
+
+    def put(self, files: dict[str, bytes | None]) -> list[str]:
+        """Each file set to its bytes, atomically (None: removed; removals first, so a file
+        may give way to a folder); returns the folders it had to make (an undo, a push)."""
+        made: list[str] = []
+        writes: list[tuple[Path, bytes]] = []
+        for rel, data in sorted(files.items(), key=lambda item: item[1] is not None):
+            path = self.resolve(rel)
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                continue
+            made.extend(f for f in self.absent_folders(rel) if f not in made)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writes.append((path, data))
+        write_all(writes)
+        return made
 
     def absent_folders(self, rel: str) -> list[str]:
         """The folders above `rel` that do not exist yet, outermost first (a change that

@@ -8,6 +8,7 @@ its new path would take over links that reach another note of that name now.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from sqlalchemy import text
@@ -94,13 +95,11 @@ async def names_blocked(db: Database, vault: Vault, vault_key: str, old_rel: str
     return blocked
 
 
-async def relink(db: Database, vault: Vault, vault_key: str, sources: list[str],
-                 old_rel: str, new_rel: str) -> list[str]:
-    """After `old_rel` moved to `new_rel`: rewrite the links in `sources` that reached it and
-    would not any more, each in its own form (a name stays a name when the new one reaches
-    it, a path becomes the new path, `.md` kept or left off); returns the notes changed."""
-    if old_rel == new_rel or not sources:
-        return []
+async def rewriter(db: Database, vault_key: str, old_rel: str,
+                   new_rel: str) -> Callable[[str], str]:
+    """A note's text with the links that reached `old_rel`, and would not reach `new_rel`
+    after the move, rewritten, each in its own form (a name stays a name when the new one
+    reaches it, a path becomes the new path, `.md` kept or left off)."""
     async with db.session() as session:
         before = await same_stem(session, vault_key, PurePosixPath(old_rel).stem)
         newer = await same_stem(session, vault_key, PurePosixPath(new_rel).stem)
@@ -120,6 +119,16 @@ async def relink(db: Database, vault: Vault, vault_key: str, sources: list[str],
         new = path_form if "/" in key else name_form
         return new + target[-3:] if target.lower().endswith(".md") else new
 
+    return lambda text: retarget(text, aimed)
+
+
+async def relink(db: Database, vault: Vault, vault_key: str, sources: list[str],
+                 old_rel: str, new_rel: str) -> list[str]:
+    """After `old_rel` moved to `new_rel`: rewrite the links in `sources` that reached it and
+    would not any more (`rewriter`); returns the notes changed."""
+    if old_rel == new_rel or not sources:
+        return []
+    rewrite = await rewriter(db, vault_key, old_rel, new_rel)
     changed = []
     for rel in sources:
         path = vault.resolve(rel)
@@ -127,7 +136,7 @@ async def relink(db: Database, vault: Vault, vault_key: str, sources: list[str],
             old = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue  # gone, or not text we may rewrite: left as it is
-        new = retarget(old, aimed)
+        new = rewrite(old)
         if new != old:
             write_atomic(path, new)
             changed.append(rel)

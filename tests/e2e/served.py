@@ -23,15 +23,17 @@ class Served:
     send: SlackSender
     vault: Path  # USER's
     env: dict[str, str]  # what a `brain` verb needs to act on the same data
+    url: str  # where it serves (also BRAIN_PUBLIC_URL: the git remotes' address)
 
 
 @contextlib.asynccontextmanager
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
+async def served(tmp_path: Path, **extra: str) -> AsyncIterator[Served]:
     fake = await FakeSlack().start()
     port = free_port()
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
-                    BRAIN_LLM="offline", **database_env(tmp_path))
+                    BRAIN_LLM="offline", BRAIN_PUBLIC_URL=f"http://127.0.0.1:{port}",
+                    **database_env(tmp_path), **extra)
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
@@ -40,7 +42,8 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     send = SlackSender(f"http://127.0.0.1:{port}")
     try:
         await wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=60)
-        yield Served(fake, send, tmp_path / "data" / "vaults" / USER, env)
+        yield Served(fake, send, tmp_path / "data" / "vaults" / USER, env,
+                     f"http://127.0.0.1:{port}")
     finally:
         await send.close()
         await stop(proc)

@@ -17,6 +17,7 @@ from storage.db import Database
 from storage.errors import InvalidValue
 from storage.models import Conversation, Turn
 from storage.repositories import journal, slack_state, user_data
+from storage.sync import tokens
 from tests.databases import fresh_url
 
 NOW = datetime.now(UTC)
@@ -61,11 +62,16 @@ async def test_forget_erases_one_person_and_no_one_else(db: Database) -> None:
         await repositories.upsert_subscription(s, "U1", "daily", 8, 0, None, "UTC", None)
         await slack_state.claim_reminder(s, "U1", "e_1", "2027-06-01")
         await slack_state.home_opened(s, "U1")
+        await tokens.issue(s, "U1", NOW)
+        theirs_token = await tokens.issue(s, "U2", NOW)
+        await s.commit()
         counts = await user_data.forget(s, "U1")
         await s.commit()
     assert counts == {"tool_runs": 2, "messages": 4, "turns": 2, "receipts": 1,
                       "conversations": 1, "jobs": 1, "digest_subscriptions": 1,
-                      "reminders": 1, "slack_users": 1}
+                      "reminders": 1, "slack_users": 1, "sync_tokens": 1}
+    async with db.session() as s:  # their git remote still opens with their token
+        assert await tokens.owner(s, theirs_token, NOW, timedelta(days=90)) == "U2"
     async with db.session() as s:
         assert await user_data.conversations_of(s, "U1") == []
         assert await user_data.receipts_of(s, "U1") == []

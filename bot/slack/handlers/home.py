@@ -18,8 +18,16 @@ from bot.config import Settings
 from bot.digest import parse_digest_request
 from bot.jobs.queue import Handler, JobContext, JobKind
 from bot.slack import cards, web
-from bot.slack.home_view import DIGEST_DAILY, DIGEST_WEEKLY, MODEL, UNDO_CHANGE, home_blocks
+from bot.slack.home_view import (
+    DIGEST_DAILY,
+    DIGEST_WEEKLY,
+    MODEL,
+    SYNC,
+    UNDO_CHANGE,
+    home_blocks,
+)
 from bot.slack.intake import parse_button_value  # the card's buttons: the same values
+from bot.slack.sync_card import sync_message
 from bot.tenancy.people import slack_user
 from storage.errors import StorageError
 
@@ -72,6 +80,20 @@ class HomeWork:
             await job.remember(notice=notice)
         await self.publish(user, notice)
 
+    async def _sync(self, user: str) -> str:
+        """Their remote and a new token, in an ephemeral message to them alone."""
+        try:
+            link = await self.brain.remotes.link(user)
+        except StorageError as exc:
+            return f"Sync with Obsidian is not available to you here: {exc.message}"
+        channel = await web.open_dm(self.client, user)
+        if not await web.ephemeral(self.client, channel, user, "",
+                                   msg=sync_message(link.url, link.token,
+                                                  self.settings.sync_token_days)):
+            return "Slack did not take the message with your token; press the button again."
+        return ("I sent you the address and a new token in our messages (only you can see "
+                "them).")
+
     async def _apply(self, user: str, action_id: str, value: str) -> str | None:
         """Carry out a press; what to say at the top of the Home (None: the Home says it)."""
         if action_id in (DIGEST_DAILY, DIGEST_WEEKLY):
@@ -86,6 +108,8 @@ class HomeWork:
         if action_id == MODEL:
             chosen: str = await self.brain.home.choose_model(user, value)
             return chosen
+        if action_id == SYNC:
+            return await self._sync(user)
         if action_id == UNDO_CHANGE:
             try:
                 done = await self.brain.store_for(user).undo(value)
