@@ -105,6 +105,35 @@ def _name(rng: random.Random, category: str) -> str:
     return " ".join(rng.choices(WORDS, k=rng.randint(3, 6))).capitalize()
 
 
+def _category(rng: random.Random) -> str | None:
+    """A note's category by WEIGHTS (None: a plain file of the person's own)."""
+    roll = rng.random()
+    acc = 0.0
+    for cat, weight in zip(CATEGORIES, WEIGHTS, strict=True):
+        acc += weight
+        if roll < acc:
+            return cat
+    return None
+
+
+def _fields(rng: random.Random, weights: list[float], category: str) -> list[str]:
+    """The frontmatter fields of a category's note past the common ones."""
+    if category == "people":
+        return [f"context: {_sentence(rng, weights)}", "follow_ups: []",
+                f"tags: [{rng.choice(TOPICS)}]"]
+    if category == "projects":
+        return [f"status: {rng.choice(('active', 'waiting', 'blocked', 'someday', 'done'))}",
+                f"next_action: {_sentence(rng, weights)}",
+                f"due_date: 2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                f"tags: [{rng.choice(TOPICS)}, {rng.choice(TOPICS)}]"]
+    if category == "ideas":
+        return [f"one_liner: {_sentence(rng, weights)}", "tags: []"]
+    if category == "admin":
+        return [f"status: {rng.choice(('todo', 'done'))}",
+                f"next_action: {_sentence(rng, weights)}", "due_date: null"]
+    return ["suggested_category: projects", "reason: unsure"]
+
+
 def generate(root: Path, notes: int, *, seed: int = 1) -> list[GeneratedNote]:
     """Write `notes` notes under `root` (created if missing); returns what was written."""
     rng = random.Random(seed)
@@ -113,14 +142,7 @@ def generate(root: Path, notes: int, *, seed: int = 1) -> list[GeneratedNote]:
     out: list[GeneratedNote] = []
     used: set[str] = set()
     for i in range(notes):
-        roll = rng.random()
-        category: str | None = None
-        acc = 0.0
-        for cat, weight in zip(CATEGORIES, WEIGHTS, strict=True):
-            acc += weight
-            if roll < acc:
-                category = cat
-                break
+        category = _category(rng)
         name = _name(rng, category or "inbox")
         folder = category or rng.choice(("Journal", "Reading", "Work/Archive"))
         slug = _slug(name)
@@ -141,21 +163,7 @@ def generate(root: Path, notes: int, *, seed: int = 1) -> list[GeneratedNote]:
         else:
             fields = [f"id: e_{i:012x}", f"category: {category}", f"name: {name}",
                       f"created: {stamp}", f"updated: {stamp}", "source: cli"]
-            if category == "people":
-                fields += [f"context: {_sentence(rng, weights)}", "follow_ups: []",
-                           f"tags: [{rng.choice(TOPICS)}]"]
-            elif category == "projects":
-                fields += [f"status: {rng.choice(('active', 'waiting', 'blocked', 'someday', 'done'))}",
-                           f"next_action: {_sentence(rng, weights)}",
-                           f"due_date: 2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-                           f"tags: [{rng.choice(TOPICS)}, {rng.choice(TOPICS)}]"]
-            elif category == "ideas":
-                fields += [f"one_liner: {_sentence(rng, weights)}", "tags: []"]
-            elif category == "admin":
-                fields += [f"status: {rng.choice(('todo', 'done'))}",
-                           f"next_action: {_sentence(rng, weights)}", "due_date: null"]
-            else:
-                fields += ["suggested_category: projects", "reason: unsure"]
+            fields += _fields(rng, weights, category)
             text = "---\n" + "\n".join(fields) + "\n---\n" + body + "\n"
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)

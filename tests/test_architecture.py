@@ -7,6 +7,7 @@ that owns them. Each violation names the file, the line and the import.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,35 +100,40 @@ def violations(root: Path = ROOT) -> list[str]:
     return problems
 
 
+# Each rule: when an import in the module at `rel` breaks it, and what it says.
+RULES: list[tuple[Callable[[str, Import], bool], str]] = [
+    (lambda rel, imp: rel.startswith("storage/") and imp.top() in ("bot", "tools"),
+     "storage must not import bot or tools"),
+    (lambda rel, imp: rel.startswith("tools/") and imp.top() == "bot",
+     "tools must not import bot"),
+    (lambda rel, imp: imp.top() in ("slack_bolt", "slack_sdk") and not rel.startswith("bot/slack/"),
+     "Slack SDKs only in bot/slack/"),
+    (lambda rel, imp: imp.top() == "openai" and rel != "bot/llm/openai_provider.py",
+     "openai only in bot/llm/openai_provider.py"),
+    (lambda rel, imp: imp.top() == "anthropic" and rel != "bot/llm/anthropic_provider.py",
+     "anthropic only in bot/llm/anthropic_provider.py"),
+    (lambda rel, imp: imp.top() in ("sqlalchemy", "alembic", "aiosqlite", "asyncpg")
+     and not rel.startswith("storage/"),
+     "SQL (sqlalchemy/alembic/aiosqlite) only in storage/"),
+    (lambda rel, imp: imp.top() in ("mcp", "mcp_types", "starlette", "uvicorn")
+     and not rel.startswith("bot/mcp/"),
+     "the MCP SDK (and its HTTP stack) only in bot/mcp/"),
+    (lambda rel, imp: any(imp.under(m) for m in GIT_SERVER) and not rel.startswith("bot/sync/"),
+     "git's server protocol (dulwich.server, .protocol, .web) only in bot/sync/"),
+    (lambda rel, imp: rel.startswith("bot/") and not rel.startswith(ADAPTERS)
+     and rel != "bot/brain.py" and imp.under("bot.brain"),
+     "services never import the Brain (they take bot.core.Core)"),
+    (lambda rel, imp: rel.startswith("bot/llm/") and imp.under("bot.slack"),
+     "bot/llm must not import bot.slack"),
+    (lambda rel, imp: rel.startswith(ADAPTERS) and imp.top() == "storage"
+     and not any(imp.under(m) for m in ADAPTER_STORAGE),
+     "adapters reach storage through bot.brain (only storage.types and "
+     "storage.errors, plain data and errors, are theirs to import)"),
+]
+
+
 def _rules(rel: str, imp: Import) -> list[str]:
-    why: list[str] = []
-    top = imp.top()
-    if rel.startswith("storage/") and top in ("bot", "tools"):
-        why.append("storage must not import bot or tools")
-    if rel.startswith("tools/") and top == "bot":
-        why.append("tools must not import bot")
-    if top in ("slack_bolt", "slack_sdk") and not rel.startswith("bot/slack/"):
-        why.append("Slack SDKs only in bot/slack/")
-    if top == "openai" and rel != "bot/llm/openai_provider.py":
-        why.append("openai only in bot/llm/openai_provider.py")
-    if top == "anthropic" and rel != "bot/llm/anthropic_provider.py":
-        why.append("anthropic only in bot/llm/anthropic_provider.py")
-    if top in ("sqlalchemy", "alembic", "aiosqlite", "asyncpg") and not rel.startswith("storage/"):
-        why.append("SQL (sqlalchemy/alembic/aiosqlite) only in storage/")
-    if top in ("mcp", "mcp_types", "starlette", "uvicorn") and not rel.startswith("bot/mcp/"):
-        why.append("the MCP SDK (and its HTTP stack) only in bot/mcp/")
-    if any(imp.under(m) for m in GIT_SERVER) and not rel.startswith("bot/sync/"):
-        why.append("git's server protocol (dulwich.server, .protocol, .web) only in bot/sync/")
-    if rel.startswith("bot/") and not rel.startswith(ADAPTERS) and rel != "bot/brain.py" \
-            and imp.under("bot.brain"):
-        why.append("services never import the Brain (they take bot.core.Core)")
-    if rel.startswith("bot/llm/") and imp.under("bot.slack"):
-        why.append("bot/llm must not import bot.slack")
-    if rel.startswith(ADAPTERS) and top == "storage" \
-            and not any(imp.under(m) for m in ADAPTER_STORAGE):
-        why.append("adapters reach storage through bot.brain (only storage.types and "
-                   "storage.errors, plain data and errors, are theirs to import)")
-    return why
+    return [why for broken, why in RULES if broken(rel, imp)]
 
 
 def test_dependencies_point_one_way() -> None:
@@ -326,16 +332,21 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if work:
                     low[work[-1][0]] = min(low[work[-1][0]], low[node])
                 if low[node] == index[node]:
-                    group = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        group.append(member)
-                        if member == node:
-                            break
+                    group = _pop_group(stack, on_stack, node)
                     if len(group) > 1:
                         found.append(sorted(group))
     return found
+
+
+def _pop_group(stack: list[str], on_stack: set[str], root: str) -> list[str]:
+    """The modules above `root` on Tarjan's stack, `root` included: one connected group."""
+    group: list[str] = []
+    while True:
+        member = stack.pop()
+        on_stack.discard(member)
+        group.append(member)
+        if member == root:
+            return group
 
 
 def test_there_are_no_import_circles() -> None:

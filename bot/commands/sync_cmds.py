@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.commands.common import (
     EXIT_ERROR,
@@ -15,6 +15,9 @@ from bot.commands.common import (
     print_json,
     run,
 )
+
+if TYPE_CHECKING:
+    from bot.remotes import Remotes
 
 SHOWN_ONCE = ("git asks for a user name (any) and a password: the token. It is shown this "
               "once; `brain sync url --list` lists tokens, `--revoke` ends one.")
@@ -46,29 +49,9 @@ async def _url(args: argparse.Namespace) -> int:
     async with open_brain(args) as opened:
         remotes, user = opened.brain.remotes, opened.user
         if args.list:
-            found = await remotes.tokens(user)
-            if args.json:
-                print_json([t.to_dict() for t in found])
-            for t in [] if args.json else found:
-                used = t.last_used.isoformat(timespec="seconds") if t.last_used else "never"
-                print(f"{t.shown}…  made {t.created.isoformat(timespec='seconds')}  last used "
-                      f"{used}  expires {t.expires.isoformat(timespec='seconds')} unless used")
-            if not found and not args.json:
-                print(f"no tokens for {user}")
-            return 0
+            return await _list(remotes, user, args.json)
         if args.revoke is not None:
-            try:
-                gone = await remotes.revoke(user, None if args.revoke == "all" else args.revoke)
-            except ValueError as exc:
-                raise CommandError(str(exc), EXIT_USAGE, "usage") from None
-            if not gone and args.revoke != "all":
-                raise CommandError(f"no token of {user} starts with {args.revoke!r} (`brain "
-                                   "sync url --list` lists them)", EXIT_ERROR, "not_found")
-            if args.json:
-                print_json({"revoked": gone})
-            else:
-                print(f"revoked {gone} token(s) of {user}")
-            return 0
+            return await _revoke(remotes, user, args.revoke, args.json)
         link = await remotes.link(user)
         if args.json:
             print_json(link.to_dict())
@@ -76,3 +59,31 @@ async def _url(args: argparse.Namespace) -> int:
             print(f"url:   {link.url}\ntoken: {link.token}\n{SHOWN_ONCE}")
         return 0
 
+
+async def _list(remotes: Remotes, user: str, as_json: bool) -> int:
+    found = await remotes.tokens(user)
+    if as_json:
+        print_json([t.to_dict() for t in found])
+        return 0
+    for t in found:
+        used = t.last_used.isoformat(timespec="seconds") if t.last_used else "never"
+        print(f"{t.shown}…  made {t.created.isoformat(timespec='seconds')}  last used "
+              f"{used}  expires {t.expires.isoformat(timespec='seconds')} unless used")
+    if not found:
+        print(f"no tokens for {user}")
+    return 0
+
+
+async def _revoke(remotes: Remotes, user: str, which: str, as_json: bool) -> int:
+    try:
+        gone = await remotes.revoke(user, None if which == "all" else which)
+    except ValueError as exc:
+        raise CommandError(str(exc), EXIT_USAGE, "usage") from None
+    if not gone and which != "all":
+        raise CommandError(f"no token of {user} starts with {which!r} (`brain "
+                           "sync url --list` lists them)", EXIT_ERROR, "not_found")
+    if as_json:
+        print_json({"revoked": gone})
+    else:
+        print(f"revoked {gone} token(s) of {user}")
+    return 0

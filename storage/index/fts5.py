@@ -128,17 +128,7 @@ async def _search(session: AsyncSession, key: str, terms: list[str], category: s
     # (total stays exact: FTS5 counts from its index)
     narrowings = [(core, FIELD_COLUMNS), (core, "name")]
     if len(terms) > 1:
-        # Rank by the rarer words first (what bm25 would weigh most anyway).
-        counts = [(await _count(session, match_expression(key, t, category, status,
-                                                          alone=alone), table), t)
-                  for t in terms]
-        rare: list[str] = []
-        seen_count = 0
-        for count, term in sorted(counts):
-            if seen_count + count > RANK_ALL_LIMIT:
-                break
-            rare.append(term)
-            seen_count += count
+        rare = await _rare_terms(session, key, terms, category, status, alone, table)
         if rare:
             narrowings.insert(0, (" OR ".join(rare), TEXT_COLUMNS))
     ranked: list[tuple[int, float]] = []
@@ -148,12 +138,34 @@ async def _search(session: AsyncSession, key: str, terms: list[str], category: s
             ranked = await _ranked(session, narrow, depth, table)
             break
     if len(ranked) < depth:
-        newest = await session.execute(text(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH :q ORDER BY rowid DESC "
-            "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
-        seen = {nid for nid, _ in ranked}
-        ranked += [(r[0], 0.0) for r in newest if r[0] not in seen][:depth - len(ranked)]
+        ranked += await _newest(session, expression, table, depth, ranked)
     return _hits(ranked, total, expression, complete=False, any_word=any_word)
+
+
+async def _rare_terms(session: AsyncSession, key: str, terms: list[str], category: str | None,
+                      status: str | None, alone: bool, table: str) -> list[str]:
+    """The rarest of `terms` that together match few enough notes to rank whole (what bm25
+    would weigh most anyway)."""
+    counts = [(await _count(session, match_expression(key, t, category, status, alone=alone),
+                            table), t) for t in terms]
+    rare: list[str] = []
+    seen_count = 0
+    for count, term in sorted(counts):
+        if seen_count + count > RANK_ALL_LIMIT:
+            break
+        rare.append(term)
+        seen_count += count
+    return rare
+
+
+async def _newest(session: AsyncSession, expression: str, table: str, depth: int,
+                  ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The newest matching notes not in `ranked`, up to `depth` in all (a zero score)."""
+    newest = await session.execute(text(
+        f"SELECT rowid FROM {table} WHERE {table} MATCH :q ORDER BY rowid DESC "
+        "LIMIT :k"), {"q": expression, "k": depth + len(ranked)})
+    seen = {nid for nid, _ in ranked}
+    return [(r[0], 0.0) for r in newest if r[0] not in seen][:depth - len(ranked)]
 
 
 async def members(session: AsyncSession, hits: WordHits, nids: Iterable[int]) -> set[int]:

@@ -120,12 +120,21 @@ async def embed_pending(db: Database, vault_key: str, meaning: Meaning, *,
                 stats.seconds = time.perf_counter() - started
                 return stats
     if prune:
-        async with db.session() as session:
-            if await vector_rows.orphans(session, vault_key, model):
-                stats.pruned = await vector_rows.prune(session, vault_key, model)
-                await session.commit()
+        stats.pruned = await _prune(db, vault_key, model)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+async def _prune(db: Database, vault_key: str, model: str) -> int:
+    """Delete the vectors no passage uses any more; how many went."""
+    from storage.meaning import vector_rows
+
+    async with db.session() as session:
+        if not await vector_rows.orphans(session, vault_key, model):
+            return 0
+        pruned = await vector_rows.prune(session, vault_key, model)
+        await session.commit()
+    return pruned
 
 
 async def _embed_and_write(db: Database, vault_key: str, meaning: Meaning,

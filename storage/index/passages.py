@@ -81,44 +81,53 @@ def _heading_text(line: str) -> str:
 
 def _blocks(body: str) -> list[_Block]:
     """Runs of non-blank lines; a heading, a fenced block and each chat message stand alone."""
-    blocks: list[_Block] = []
-    heading = ""
-    current: list[int] = []  # [start, end] of the open block
-    fenced = False
-
-    def close() -> None:
-        if current:
-            text = body[current[0]:current[1]]
-            blocks.append(_Block(current[0], current[1], heading, _count(text)))
-            current.clear()
-
+    cut = _Cutter(body)
     for start, end in _lines(body):
-        line = body[start:end]
-        if fenced:
-            current[1] = end
+        cut.line(start, end)
+    cut.close()
+    return cut.blocks
+
+
+class _Cutter:
+    """`_blocks`' state as it reads a body line by line."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        self.blocks: list[_Block] = []
+        self.heading = ""
+        self.current: list[int] = []  # [start, end] of the open block
+        self.fenced = False
+
+    def close(self) -> None:
+        if self.current:
+            start, end = self.current
+            self.blocks.append(_Block(start, end, self.heading, _count(self.body[start:end])))
+            self.current.clear()
+
+    def line(self, start: int, end: int) -> None:
+        line = self.body[start:end]
+        if self.fenced:
+            self.current[1] = end
             if _FENCE.match(line):
-                fenced = False
-                close()
-            continue
-        if _FENCE.match(line):
-            close()
-            current[:] = [start, end]
-            fenced = True
+                self.fenced = False
+                self.close()
+        elif _FENCE.match(line):
+            self.close()
+            self.current[:] = [start, end]
+            self.fenced = True
         elif not line.strip():
-            close()
+            self.close()
         elif _HEADING.match(line):
-            close()
-            heading = _heading_text(line)
-            blocks.append(_Block(start, end, heading, _count(line), is_heading=True))
-        elif current and _MESSAGE.match(line):
-            close()  # a message that starts on the line after the last one's
-            current[:] = [start, end]
-        elif current:
-            current[1] = end
+            self.close()
+            self.heading = _heading_text(line)
+            self.blocks.append(_Block(start, end, self.heading, _count(line), is_heading=True))
+        elif self.current and _MESSAGE.match(line):
+            self.close()  # a message that starts on the line after the last one's
+            self.current[:] = [start, end]
+        elif self.current:
+            self.current[1] = end
         else:
-            current[:] = [start, end]
-    close()
-    return blocks
+            self.current[:] = [start, end]
 
 
 def _pieces(body: str, block: _Block, limit: int) -> list[_Block]:

@@ -141,10 +141,21 @@ def default_error_body(path: str, status: int, message: str | None = None) -> di
 # --- validation: the rules the real APIs enforce with a 400 -------------------------------
 
 def openai_problems(body: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return ["'messages' must be a non-empty list"]
+    problems = _openai_turn_problems(messages)
+    for tool in body.get("tools") or []:
+        if tool.get("type") != "function" or "name" not in tool.get("function", {}):
+            problems.append("tools[]: expected {type: function, function: {name, ...}}")
+    if "tool_choice" in body and not body.get("tools"):
+        problems.append("'tool_choice' is only allowed when 'tools' are specified")
+    return problems
+
+
+def _openai_turn_problems(messages: list[dict[str, Any]]) -> list[str]:
+    """Each tool call answered by a tool message right after its assistant message."""
+    problems: list[str] = []
     open_ids: list[str] = []
     for i, m in enumerate(messages):
         role = m.get("role")
@@ -160,20 +171,13 @@ def openai_problems(body: dict[str, Any]) -> list[str]:
                             "followed by tool messages responding to each 'tool_call_id'. "
                             f"Missing: {', '.join(open_ids)}")
             open_ids = []
-        if role == "assistant":
-            for call in m.get("tool_calls") or []:
-                args = call.get("function", {}).get("arguments")
-                if not isinstance(args, str):
-                    problems.append(f"messages[{i}]: tool call arguments must be a string")
-                open_ids.append(call.get("id"))
+        for call in (m.get("tool_calls") or []) if role == "assistant" else []:
+            if not isinstance(call.get("function", {}).get("arguments"), str):
+                problems.append(f"messages[{i}]: tool call arguments must be a string")
+            open_ids.append(call.get("id"))
     if open_ids:
         problems.append("the last assistant message has unanswered tool_calls: "
                         + ", ".join(open_ids))
-    for tool in body.get("tools") or []:
-        if tool.get("type") != "function" or "name" not in tool.get("function", {}):
-            problems.append("tools[]: expected {type: function, function: {name, ...}}")
-    if "tool_choice" in body and not body.get("tools"):
-        problems.append("'tool_choice' is only allowed when 'tools' are specified")
     return problems
 
 
@@ -195,33 +199,47 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         if not isinstance(blocks, list) or not blocks:
             problems.append(f"messages.{i}: content must be non-empty")
             continue
-        for block in blocks:
-            if block.get("type") == "text" and not str(block.get("text", "")).strip():
-                problems.append(f"messages.{i}: text content blocks must be non-empty")
-            if block.get("type") == "tool_result" and block.get("is_error") \
-                    and not block.get("content"):
-                problems.append(f"messages.{i}: content cannot be empty if is_error is true")
-        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
-        if pending:
-            missing = [p for p in pending if p not in results]
-            if role != "user" or missing:
-                problems.append(f"messages.{i}: `tool_use` ids were found without "
-                                "`tool_result` blocks immediately after: "
-                                + ", ".join(missing or pending))
-        extra = [r for r in results if r not in pending]
-        if extra:
-            problems.append(f"messages.{i}: unexpected `tool_use_id` found in `tool_result` "
-                            f"blocks: {', '.join(map(str, extra))}")
-        if results:
-            first_other = next((k for k, b in enumerate(blocks)
-                                if b.get("type") != "tool_result"), len(blocks))
-            if any(b.get("type") == "tool_result" for b in blocks[first_other:]):
-                problems.append(f"messages.{i}: tool_result blocks must come first")
+        problems += _anthropic_block_problems(i, blocks)
+        problems += _anthropic_result_problems(i, role, blocks, pending)
         pending = [b.get("id") for b in blocks if b.get("type") == "tool_use"] \
             if role == "assistant" else []
     for tool in body.get("tools") or []:
         if "input_schema" not in tool or "name" not in tool:
             problems.append("tools[]: expected {name, description, input_schema}")
+    return problems
+
+
+def _anthropic_block_problems(i: int, blocks: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    for block in blocks:
+        if block.get("type") == "text" and not str(block.get("text", "")).strip():
+            problems.append(f"messages.{i}: text content blocks must be non-empty")
+        if block.get("type") == "tool_result" and block.get("is_error") \
+                and not block.get("content"):
+            problems.append(f"messages.{i}: content cannot be empty if is_error is true")
+    return problems
+
+
+def _anthropic_result_problems(i: int, role: str | None, blocks: list[dict[str, Any]],
+                               pending: list[str]) -> list[str]:
+    """Each tool_use answered by a tool_result first in the next (user) message."""
+    problems: list[str] = []
+    results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+    if pending:
+        missing = [p for p in pending if p not in results]
+        if role != "user" or missing:
+            problems.append(f"messages.{i}: `tool_use` ids were found without "
+                            "`tool_result` blocks immediately after: "
+                            + ", ".join(missing or pending))
+    extra = [r for r in results if r not in pending]
+    if extra:
+        problems.append(f"messages.{i}: unexpected `tool_use_id` found in `tool_result` "
+                        f"blocks: {', '.join(map(str, extra))}")
+    if results:
+        first_other = next((k for k, b in enumerate(blocks)
+                            if b.get("type") != "tool_result"), len(blocks))
+        if any(b.get("type") == "tool_result" for b in blocks[first_other:]):
+            problems.append(f"messages.{i}: tool_result blocks must come first")
     return problems
 
 
@@ -253,23 +271,31 @@ def smart_answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
     results get a text naming the call ids answered; anything else gets an echo."""
     n = next(_ids)
     if path == ANTHROPIC_PATH:
-        last = body["messages"][-1]
-        content = last.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        ids = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
-        if ids:
-            return anthropic_text(f"Done: answered {', '.join(ids)}.")
-        text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        names = [t["name"] for t in body.get("tools") or []]
-        choice = body.get("tool_choice") or {}
-        if names and choice.get("type") != "none":
-            forced = choice.get("name") if choice.get("type") == "tool" else None
-            call = _smart_call(text, names, forced)
-            if call is None and choice.get("type") == "any":
-                call = (names[0], {})
-            if call:
-                return anthropic_tool_uses([(f"toolu_fake{n}", call[0], call[1])])
-        return anthropic_text(f"You said: {text}")
+        return _smart_anthropic(body, n)
+    return _smart_openai(body, n)
+
+
+def _smart_anthropic(body: dict[str, Any], n: int) -> dict[str, Any]:
+    last = body["messages"][-1]
+    content = last.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    ids = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    if ids:
+        return anthropic_text(f"Done: answered {', '.join(ids)}.")
+    text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    names = [t["name"] for t in body.get("tools") or []]
+    choice = body.get("tool_choice") or {}
+    if names and choice.get("type") != "none":
+        forced = choice.get("name") if choice.get("type") == "tool" else None
+        call = _smart_call(text, names, forced)
+        if call is None and choice.get("type") == "any":
+            call = (names[0], {})
+        if call:
+            return anthropic_tool_uses([(f"toolu_fake{n}", call[0], call[1])])
+    return anthropic_text(f"You said: {text}")
+
+
+def _smart_openai(body: dict[str, Any], n: int) -> dict[str, Any]:
     messages = body["messages"]
     if messages[-1].get("role") == "tool":
         tail = []
@@ -277,8 +303,7 @@ def smart_answer(path: str, body: dict[str, Any]) -> dict[str, Any]:
             if m.get("role") != "tool":
                 break
             tail.append(m["tool_call_id"])
-        ids = list(reversed(tail))
-        return openai_text(f"Done: answered {', '.join(ids)}.")
+        return openai_text(f"Done: answered {', '.join(reversed(tail))}.")
     text = messages[-1].get("content") or ""
     if not isinstance(text, str):
         text = " ".join(p.get("text", "") for p in text if isinstance(p, dict))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,9 +26,13 @@ async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
 
 
 async def _take_over(queue: JobQueue, job_id: int) -> None:
-    """What another replica's claim does to a job whose lease ran out."""
+    """What another replica's claim does to a job whose lease ran out: its own name and lease
+    (a minute: on a loaded machine this worker's old lease may run out before it stops, and
+    the job must not look free to it then)."""
+    until = datetime.now(UTC) + timedelta(minutes=1)
     async with queue.db.session() as s:
-        await s.execute(update(Job).where(Job.id == job_id).values(lease_owner="elsewhere:1:x"))
+        await s.execute(update(Job).where(Job.id == job_id).values(
+            lease_owner="elsewhere:1:x", lease_until=until))
         await s.commit()
 
 

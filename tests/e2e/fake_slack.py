@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -223,57 +224,70 @@ class FakeSlack:
             return {"ok": True, "url": "https://example.slack.com/", "team": "Example",
                     "user": "second-brain", "team_id": self.oauth.team_of.get(token, TEAM_ID),
                     "user_id": BOT_USER_ID, "bot_id": BOT_ID, "is_enterprise_install": False}
-        if method == "chat.postMessage":
-            ts = f"1767300000.{next(self._ts):06d}"
-            message = {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
-                       "bot_id": BOT_ID, "ts": ts, "thread_ts": body.get("thread_ts")}
-            metadata = body.get("metadata")
-            if isinstance(metadata, str):  # a form post carries it as JSON text
-                metadata = json.loads(metadata)
-            if metadata:
-                message["metadata"] = metadata
-            self.messages.setdefault(str(body.get("channel")), []).append(message)
-            return {"ok": True, "channel": body.get("channel"), "ts": ts, "message": message}
         if method in ("conversations.history", "conversations.replies"):
             return self._read(method, body)
-        if method == "conversations.open":
-            user = str(body.get("users") or "")
-            channel = self.dm_of.get(user) or "D" + user[1:]
-            return {"ok": True, "channel": {"id": channel}}
-        if method == "views.publish":
-            view = body.get("view")
-            view = json.loads(view) if isinstance(view, str) else view
-            if not isinstance(view, dict) or not 0 < len(view.get("blocks") or []) <= 100:
-                return {"ok": False, "error": "invalid_arguments"}
-            self.homes[str(body.get("user_id"))] = view
-            return {"ok": True, "view": {"id": "V0SBHOME1", **view}}
-        if method == "views.open":  # a modal: a trigger, a title of 1-24 characters, blocks
-            view = body.get("view")
-            view = json.loads(view) if isinstance(view, str) else view
-            title = ((view or {}).get("title") or {}).get("text") or ""
-            if not body.get("trigger_id"):
-                return {"ok": False, "error": "invalid_trigger_id"}
-            if not isinstance(view, dict) or view.get("type") != "modal" \
-                    or not 0 < len(title) <= 24 or not 0 < len(view.get("blocks") or []) <= 100:
-                return {"ok": False, "error": "invalid_arguments"}
-            return {"ok": True, "view": {"id": "V0SBMODAL", **view}}
         if method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
             return self._stream(method, body)
-        if method == "chat.update":
-            for message in self.messages.get(str(body.get("channel")), []):
-                if message["ts"] == body.get("ts"):
-                    message.update(text=body.get("text"), blocks=body.get("blocks"))
-                    self.streams.get(message["ts"], {})["state"] = "completed"
-            return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
-                    "text": body.get("text")}
-        if method == "users.info":
-            name = self.names.get(str(body.get("user")), "alex")
-            return {"ok": True, "user": {"id": body.get("user"), "name": name.lower(),
-                                         "tz": self.user_tz, "tz_offset": 32400,
-                                         "profile": {"display_name": name, "real_name": name}}}
-        if method == "chat.postEphemeral":
-            return {"ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}
-        return {"ok": True}
+        answer = self._methods().get(method)
+        return answer(body) if answer is not None else {"ok": True}
+
+    def _methods(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+        return {"chat.postMessage": self._post, "conversations.open": self._open_dm,
+                "views.publish": self._publish, "views.open": self._open_view,
+                "chat.update": self._update, "users.info": self._user_info,
+                "chat.postEphemeral": lambda body: {
+                    "ok": True, "message_ts": f"1767300000.{next(self._ts):06d}"}}
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        ts = f"1767300000.{next(self._ts):06d}"
+        message = {"type": "message", "text": body.get("text"), "user": BOT_USER_ID,
+                   "bot_id": BOT_ID, "ts": ts, "thread_ts": body.get("thread_ts")}
+        metadata = body.get("metadata")
+        if isinstance(metadata, str):  # a form post carries it as JSON text
+            metadata = json.loads(metadata)
+        if metadata:
+            message["metadata"] = metadata
+        self.messages.setdefault(str(body.get("channel")), []).append(message)
+        return {"ok": True, "channel": body.get("channel"), "ts": ts, "message": message}
+
+    def _open_dm(self, body: dict[str, Any]) -> dict[str, Any]:
+        user = str(body.get("users") or "")
+        channel = self.dm_of.get(user) or "D" + user[1:]
+        return {"ok": True, "channel": {"id": channel}}
+
+    def _publish(self, body: dict[str, Any]) -> dict[str, Any]:
+        view = body.get("view")
+        view = json.loads(view) if isinstance(view, str) else view
+        if not isinstance(view, dict) or not 0 < len(view.get("blocks") or []) <= 100:
+            return {"ok": False, "error": "invalid_arguments"}
+        self.homes[str(body.get("user_id"))] = view
+        return {"ok": True, "view": {"id": "V0SBHOME1", **view}}
+
+    def _open_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A modal: a trigger, a title of 1-24 characters, blocks."""
+        view = body.get("view")
+        view = json.loads(view) if isinstance(view, str) else view
+        title = ((view or {}).get("title") or {}).get("text") or ""
+        if not body.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        if not isinstance(view, dict) or view.get("type") != "modal" \
+                or not 0 < len(title) <= 24 or not 0 < len(view.get("blocks") or []) <= 100:
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True, "view": {"id": "V0SBMODAL", **view}}
+
+    def _update(self, body: dict[str, Any]) -> dict[str, Any]:
+        for message in self.messages.get(str(body.get("channel")), []):
+            if message["ts"] == body.get("ts"):
+                message.update(text=body.get("text"), blocks=body.get("blocks"))
+                self.streams.get(message["ts"], {})["state"] = "completed"
+        return {"ok": True, "channel": body.get("channel"), "ts": body.get("ts"),
+                "text": body.get("text")}
+
+    def _user_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = self.names.get(str(body.get("user")), "alex")
+        return {"ok": True, "user": {"id": body.get("user"), "name": name.lower(),
+                                     "tz": self.user_tz, "tz_offset": 32400,
+                                     "profile": {"display_name": name, "real_name": name}}}
 
     def _stream(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         """A streamed reply, as Slack keeps it: started in a thread (a channel's stream names

@@ -51,84 +51,92 @@ async def brain(env: dict[str, str], *args: str) -> str:
     return out.decode()
 
 
+class Doors:
+    """Each way in of the scenario: a DM, a fix in its thread, the CLI's add, update and move,
+    MCP's capture, update and move, and an edit made outside the app."""
+
+    def __init__(self, slack: Harness, env: dict[str, str], mcp: Client, rng: random.Random):
+        self.slack, self.env, self.mcp, self.rng = slack, env, mcp, rng
+        self.store = slack.brain.store_for(USER)
+        self.ts = iter(range(1767261000, 1767269000, 7))
+        self.seen = itertools.count(1)
+
+    def all(self) -> list[Callable[[], Any]]:
+        return [self.slack_dm, self.slack_fix, self.cli_add, self.cli_update, self.cli_move,
+                self.mcp_capture, self.mcp_update, self.mcp_move, self.outside]
+
+    def pick(self) -> str:
+        files = [f for f in vault_files(self.slack.vault)
+                 if f.split("/")[0] in FILED_CATEGORIES or f.startswith("inbox/")]
+        return self.rng.choice(files)
+
+    def thought(self) -> str:  # a new one each time: the same words again are a repeat
+        return f"{self.rng.choice(THOUGHTS)} (take {next(self.seen)})"
+
+    def category(self) -> str:
+        return self.rng.choice(FILED_CATEGORIES)
+
+    async def mcp_call(self, name: str, arguments: dict[str, Any]) -> None:
+        result = await self.mcp.call_tool(name, arguments)
+        assert not result.is_error, result.content
+
+    async def slack_dm(self) -> str:
+        t = f"{next(self.ts)}.000100"
+        await self.slack.file_dm(self.thought(), ts=t, event_id=f"Ev{t}")
+        return t
+
+    async def slack_fix(self) -> None:
+        t = await self.slack_dm()
+        before = len(self.slack.fake.calls_to("chat.postMessage"))
+        r = f"{next(self.ts)}.000200"
+        await self.slack.send.event(message_event(
+            f"fix: {self.category()}", ts=r, event_id=f"Ev{r}", thread_ts=t))
+        await self.slack.fake.wait_for("chat.postMessage", before + 1)
+        await self.slack.settle()
+
+    async def cli_add(self) -> None:
+        await brain(self.env, "add", self.rng.choice(THOUGHTS), "--category", self.category())
+
+    async def cli_update(self) -> None:
+        await brain(self.env, "update", self.pick(), f"tags=t{self.rng.randrange(99)}",
+                    "--append", "more from the cli")
+
+    async def cli_move(self) -> None:
+        await brain(self.env, "move", self.pick(), self.category())
+
+    async def mcp_capture(self) -> None:
+        await self.mcp_call("classify_and_capture", {"text": self.thought(), "hints": {
+            "category": self.category(), "confidence": 0.9}})
+
+    async def mcp_update(self) -> None:
+        await self.mcp_call("update_entry", {"path": self.pick(), "append": "more over MCP"})
+
+    async def mcp_move(self) -> None:
+        await self.mcp_call("move_entry", {"path": self.pick(),
+                                           "target_category": self.category()})
+
+    async def outside(self) -> None:
+        path = self.slack.vault / self.pick()
+        path.write_bytes(path.read_bytes() + "\nedited in Obsidian é\r\n".encode())
+        await self.store.refresh()  # a rescan records it (a read may trust a recent scan)
+
+
 @pytest.mark.slow
 async def test_thirty_changes_through_three_doors_undone_in_reverse(slack: Harness) -> None:
     rng = random.Random(20)
     env = env_for(slack.data_dir)
     store = slack.brain.store_for(USER)
     states: list[tuple[int, dict[str, bytes]]] = []  # (changes so far, the vault then)
-    ts = iter(range(1767261000, 1767269000, 7))
-
-    def pick() -> str:
-        files = [f for f in vault_files(slack.vault) if f.split("/")[0] in FILED_CATEGORIES
-                 or f.startswith("inbox/")]
-        return rng.choice(files)
-
-    seen = itertools.count(1)
-
-    def thought() -> str:  # a new one each time: the same words again are a repeat
-        return f"{rng.choice(THOUGHTS)} (take {next(seen)})"
-
-    async def count() -> int:
-        return len(await store.changes(limit=1000))
-
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "bot.cli", "mcp", "--user", USER],
                                    env=env, cwd=str(slack.data_dir))
     async with Client(params, read_timeout_seconds=60) as mcp:
-        async def mcp_call(name: str, arguments: dict[str, Any]) -> None:
-            result = await mcp.call_tool(name, arguments)
-            assert not result.is_error, result.content
-
-        async def slack_dm() -> None:
-            t = f"{next(ts)}.000100"
-            await slack.file_dm(thought(), ts=t, event_id=f"Ev{t}")
-
-        async def slack_fix() -> None:
-            t = f"{next(ts)}.000100"
-            await slack.file_dm(thought(), ts=t, event_id=f"Ev{t}")
-            before = len(slack.fake.calls_to("chat.postMessage"))
-            r = f"{next(ts)}.000200"
-            await slack.send.event(message_event(
-                f"fix: {rng.choice(FILED_CATEGORIES)}", ts=r, event_id=f"Ev{r}",
-                thread_ts=t))
-            await slack.fake.wait_for("chat.postMessage", before + 1)
-            await slack.settle()
-
-        async def cli_add() -> None:
-            await brain(env, "add", rng.choice(THOUGHTS), "--category",
-                        rng.choice(FILED_CATEGORIES))
-
-        async def cli_update() -> None:
-            await brain(env, "update", pick(), f"tags=t{rng.randrange(99)}",
-                        "--append", "more from the cli")
-
-        async def cli_move() -> None:
-            await brain(env, "move", pick(), rng.choice(FILED_CATEGORIES))
-
-        async def mcp_capture() -> None:
-            await mcp_call("classify_and_capture", {"text": thought(), "hints": {
-                "category": rng.choice(FILED_CATEGORIES), "confidence": 0.9}})
-
-        async def mcp_update() -> None:
-            await mcp_call("update_entry", {"path": pick(), "append": "more over MCP"})
-
-        async def mcp_move() -> None:
-            await mcp_call("move_entry", {"path": pick(),
-                                          "target_category": rng.choice(FILED_CATEGORIES)})
-
-        async def outside() -> None:
-            path = slack.vault / pick()
-            path.write_bytes(path.read_bytes() + "\nedited in Obsidian é\r\n".encode())
-            await store.refresh()  # a rescan records it (a read may trust a recent scan)
-
-        doors: list[Callable[[], Any]] = [slack_dm, slack_fix, cli_add, cli_update, cli_move,
-                                          mcp_capture, mcp_update, mcp_move, outside]
-        await slack_dm()
-        await mcp_capture()
+        doors = Doors(slack, env, mcp, rng)
+        await doors.slack_dm()
+        await doors.mcp_capture()
         for _ in range(28):
-            states.append((await count(), snapshot(slack.vault)))
-            await rng.choice(doors)()
+            states.append((len(await store.changes(limit=1000)), snapshot(slack.vault)))
+            await rng.choice(doors.all())()
 
     changes = await store.changes(limit=1000)  # newest first
     sources = {c.source.split(" ")[0] for c in changes}

@@ -87,24 +87,7 @@ _FRAME = re.compile(
 
 def read_question(text: str, today: date) -> Question:
     """The question's filters, and the words left to search for."""
-    rest = text
-    after: date | None = None
-    until: date | None = None
-    ranged = False
-    for pattern, span in _RANGES:
-        if pattern.search(rest):
-            after, until = span(today)  # type: ignore[operator]
-            rest = pattern.sub(" ", rest)
-            ranged = True
-            break
-    else:
-        due = _DUE_ON.search(rest)
-        mentions = find_dates(due.group(2), today) if due else []
-        if due and mentions and mentions[0].start == 0 and mentions[0].value is not None:
-            day = mentions[0].value
-            after, until = (None, day) if due.group(1) else (day, day)
-            rest = rest[:due.start()] + " " + rest[due.start(2) + mentions[0].end:]
-            ranged = True
+    rest, after, until, ranged = _due_range(text, today)
     if _OPEN.search(rest) or (not ranged and re.search(r"\bwhat(?:'s| is) due\b", rest, re.I)):
         rest = _OPEN.sub(" ", rest)
         if ranged:
@@ -120,11 +103,7 @@ def read_question(text: str, today: date) -> Question:
         rest = rest[:found.start()] + " " + rest[found.end():]
     category = None
     if status is not None or after is not None or until is not None:
-        for word in _CATEGORY_WORD.findall(rest):
-            category = category_of(word)
-            if category is not None:
-                rest = re.sub(rf"\b{re.escape(word)}\b", " ", rest, count=1)
-                break
+        rest, category = _category_word(rest)
     if status == "todo":
         category = category or "admin"
     if status == "active" and category == "admin":
@@ -132,3 +111,28 @@ def read_question(text: str, today: date) -> Question:
     query = " ".join(_FRAME.sub(" ", re.sub(r"[?!.,;:]", " ", rest)).split())
     return Question(text=text, query=query, due_after=after, due_until=until, status=status,
                     category=category)
+
+
+def _due_range(text: str, today: date) -> tuple[str, date | None, date | None, bool]:
+    """The days a question's words name ("this week", "due on Friday"), and its words
+    without them; the last item says whether it named any."""
+    for pattern, span in _RANGES:
+        if pattern.search(text):
+            after, until = span(today)  # type: ignore[operator]
+            return pattern.sub(" ", text), after, until, True
+    due = _DUE_ON.search(text)
+    mentions = find_dates(due.group(2), today) if due else []
+    if due and mentions and mentions[0].start == 0 and mentions[0].value is not None:
+        day = mentions[0].value
+        after, until = (None, day) if due.group(1) else (day, day)
+        return text[:due.start()] + " " + text[due.start(2) + mentions[0].end:], after, until, True
+    return text, None, None, False
+
+
+def _category_word(rest: str) -> tuple[str, str | None]:
+    """The first word naming a category ("projects", "admin"), taken out of the words."""
+    for word in _CATEGORY_WORD.findall(rest):
+        category = category_of(word)
+        if category is not None:
+            return re.sub(rf"\b{re.escape(word)}\b", " ", rest, count=1), category
+    return rest, None

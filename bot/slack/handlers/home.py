@@ -116,6 +116,10 @@ class HomeWork:
             except StorageError as exc:
                 return f"Couldn't undo it: {exc.message}"
             return f"Undone: {done.summary}"
+        return await self._card_button(user, action_id, value)
+
+    async def _card_button(self, user: str, action_id: str, value: str) -> str:
+        """A note card's button pressed on the Home: its note trashed or moved."""
         try:
             ref, target = parse_button_value(value)
         except ValueError as exc:
