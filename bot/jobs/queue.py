@@ -171,6 +171,14 @@ class JobQueue:
             await s.commit()
         return held
 
+    async def free_dead(self, dead: Callable[[str], bool]) -> int:
+        """Make claimable now the running jobs whose owner `dead` says died; how many."""
+        async with self.db.session() as s:
+            gone = [o for o in await journal.running_owners(s) if dead(o)]
+            n = await journal.lapse(s, gone) if gone else 0
+            await s.commit()
+        return n
+
     async def release(self, owner: str, job_ids: list[int]) -> int:
         async with self.db.session() as s:
             n = await journal.release(s, owner, job_ids)

@@ -19,13 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
-import socket
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from bot.jobs import owners
 from bot.jobs.queue import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
 from storage.errors import unwritable
 
@@ -35,13 +33,10 @@ MAX_ATTEMPTS = 5
 RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
 STORAGE_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between tries while storage is down
 CLAIM_BATCH = 4  # jobs taken per claim
+DEAD_LOOK = 10.0  # seconds between looks for jobs whose owner died on this machine
 
 # Whether a job may start now: None, or why storage cannot take its work (bot/health.py).
 Ready = Callable[[JobRow], Awaitable[str | None]]
-
-
-def worker_id() -> str:
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class Worker:
@@ -68,7 +63,8 @@ class Worker:
         self.lease = lease
         self.max_attempts = max_attempts
         self.retry_delays = retry_delays
-        self.owner = worker_id()
+        self.owner = owners.owner_id()
+        self._looked_for_dead = -DEAD_LOOK  # when running jobs' owners were last looked at
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._ending: set[int] = set()  # jobs whose end is being recorded
@@ -135,6 +131,7 @@ class Worker:
 
     async def _loop(self) -> None:
         while not self._stopping:
+            await self._free_dead()
             # A few at a time: replicas each take a share of a burst (each claims the work it
             # took in at once), instead of the first to look taking all of it.
             room = min(self.concurrency - len(self._running), self.batch)
@@ -161,6 +158,22 @@ class Worker:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
+
+    async def _free_dead(self) -> None:
+        """Make the jobs of a process of this machine that died claimable now, not when
+        their leases run out (a restart after `kill -9` takes its work up at once). At the
+        first claim, then every DEAD_LOOK seconds."""
+        now = asyncio.get_running_loop().time()
+        if now - self._looked_for_dead < DEAD_LOOK:
+            return
+        self._looked_for_dead = now
+        try:
+            freed = await self.queue.free_dead(owners.dead)
+        except Exception as exc:  # the database is busy or down: the leases still decide
+            log.warning("looking for jobs of dead processes failed: %s", exc)
+            return
+        if freed:
+            log.info("%d job(s) of a process that died here taken up at once", freed)
 
     async def _renew_loop(self) -> None:
         interval = max(self.lease.total_seconds() / 3, 0.05)

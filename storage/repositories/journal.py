@@ -279,6 +279,24 @@ async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = N
     return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
+async def running_owners(s: AsyncSession) -> list[str]:
+    """The owners holding a running job now."""
+    found = await s.scalars(select(Job.lease_owner).where(
+        Job.state == "running", Job.lease_owner.is_not(None)).distinct())
+    return [o for o in found if o]
+
+
+async def lapse(s: AsyncSession, owners: list[str]) -> int:
+    """End the leases of `owners`' running jobs now (their processes died): claimable at
+    once, the attempt counted as a lease that ran out counts it."""
+    now = await clock(s)
+    result = await s.execute(
+        update(Job).where(Job.lease_owner.in_(owners), Job.state == "running")
+        .values(lease_until=now - timedelta(seconds=1), updated_at=now)
+        .execution_options(synchronize_session=False))
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
 async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
     """Give claimed jobs back (a clean shutdown before they started): pending again, and the
     attempt does not count."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from tests.e2e.test_slack_serve import (
     stop,
     wait_healthy,
 )
+from tests.shared import patience
 
 pytestmark = pytest.mark.slow
 
@@ -151,6 +153,58 @@ async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path,
             assert not helpers, by_pid
         else:  # the helpers did a share of the work
             assert helpers and sum(by_pid[p] for p in helpers) > 0, by_pid
+    finally:
+        await send.close()
+        if first.returncode is None:
+            first.kill()
+            await first.wait()
+        llm.stop()
+        await fake.stop()
+
+
+async def test_a_restart_takes_up_the_killed_servers_work_at_once(tmp_path: Path) -> None:
+    """60 DMs in flight with a 2 s model, the server killed with SIGKILL, started again: every
+    one is answered within 10 s of the restart (on a quiet machine), though the dead process's
+    leases run for two more minutes: a claim whose owner died on this machine is free."""
+    fake = await FakeSlack().start()
+    llm = FakeLLMServer().start()
+    llm.delay = 2.0
+    env = _env(tmp_path, fake, llm) | {"BRAIN_JOB_LEASE_SECONDS": "120"}
+    dms = 60
+    port = free_port()
+    first = await brain("serve", "--http", "--port", str(port), env=env, cwd=tmp_path)
+    send = SlackSender(f"http://127.0.0.1:{port}")
+    try:
+        await wait_healthy(f"http://127.0.0.1:{port}", first)
+        llm.hold()  # every turn asks the model and waits: all of them in flight at the kill
+        for i in range(dms):
+            event = message_event(_text(i), ts=f"17674{i:05d}.000100", event_id=f"EvR{i:04d}")
+            assert (await send.event(event))[0] == 200
+        deadline = time.monotonic() + patience(30)
+        while (await send.health())["jobs"]["running"] < dms:
+            assert time.monotonic() < deadline, await send.health()
+            await asyncio.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        assert not fake.calls_to("chat.postMessage")
+        llm.release()
+
+        port2 = free_port()
+        started = time.monotonic()
+        second = await brain("serve", "--http", "--port", str(port2), env=env, cwd=tmp_path)
+        send2 = SlackSender(f"http://127.0.0.1:{port2}")
+        try:
+            await wait_healthy(f"http://127.0.0.1:{port2}", second)
+            await fake.wait_for("chat.postMessage", dms, timeout=10)  # stretched under load
+            took = time.monotonic() - started
+            assert took < 100, "taken up only when the dead process's leases ran out"
+        finally:
+            await send2.close()
+            assert await stop(second) == 0
+        replies = Counter(c.body.get("thread_ts") for c in fake.calls_to("chat.postMessage"))
+        assert replies == Counter(f"17674{i:05d}.000100" for i in range(dms)), \
+            "each DM answered exactly once"
+        print(f"all {dms} answered {took:.1f} s after the restart")
     finally:
         await send.close()
         if first.returncode is None:
