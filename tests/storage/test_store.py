@@ -20,7 +20,10 @@ from tests.databases import fresh_url
 @pytest.fixture
 async def store(tmp_path: Path, vault: Vault) -> AsyncIterator[Store]:
     db = await Database.open(fresh_url(tmp_path))
-    yield Store(vault, db)
+    # Every read rescans: these tests edit files behind the Store's back and look at once.
+    # (By default a read trusts a scan that cost over 50 ms for twice its cost: on a loaded
+    # machine even this tiny vault's scan does, and an edit made right after it went unseen.)
+    yield Store(vault, db, fresh_within=0.0)
     await db.close()
 
 
