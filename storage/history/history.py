@@ -38,6 +38,7 @@ from storage.vault.files import Vault
 
 TRAILER = "brain-change: "
 LOG_NAME = "changes.jsonl"
+REMOTE_NAME = "remote.json"  # the git remote's state (storage/sync/projection.py)
 OUTSIDE = "outside edit"
 OUTSIDE_SUMMARY = "file(s) changed outside the app"
 RETELL_SECONDS = 600.0  # the same failure is logged again after this long

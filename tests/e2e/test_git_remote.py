@@ -36,10 +36,12 @@ async def brain(bot: Served, tmp_path: Path, *argv: str) -> Result:
     return await asyncio.to_thread(run_process, tmp_path, *argv, "--user", USER, env=bot.env)
 
 
-async def dm(bot: Served, text: str, n: int, user: str = USER) -> None:
-    """A thought sent to the bot in a DM, filed (its card is reply `n`)."""
-    ts = f"17672616{n:02d}.000100"
-    await bot.send.event(message_event(text, ts=ts, event_id=f"EvGit{n}", user=user))
+async def dm(bot: Served, text: str, n: int, user: str = USER, *, key: int | None = None) -> None:
+    """A thought sent to the bot in a DM, filed (its card is reply `n`; `key` numbers the
+    event when another process shares the database)."""
+    key = n if key is None else key
+    ts = f"17672616{key:02d}.000100"
+    await bot.send.event(message_event(text, ts=ts, event_id=f"EvGit{key}", user=user))
     await bot.fake.wait_for("chat.postMessage", n, timeout=60)
     await idle(bot.send)
 
