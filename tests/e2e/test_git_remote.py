@@ -2,7 +2,7 @@
 obsidian-git runs underneath) against a real `brain serve --http` process on the test's
 database (BRAIN_TEST_DB=postgres too), notes filed through the fake Slack, and the `brain`
 verbs a person would run on the server. The scenarios served by `brain serve` run on both stores
-(`store`: the database store, BRAIN_STORE=database, in the PostgreSQL pass only); the same
+(`vault_store`: the database store, BRAIN_STORE=database, in the PostgreSQL pass only); the same
 remote across two machines that share only PostgreSQL is tests/e2e/test_git_remote_machines.py."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from tests.brain_cli import Result, run_process
 from tests.e2e.bot_harness import Harness
@@ -24,12 +23,6 @@ from tests.e2e.slack_harness import OTHER_USER, USER, message_event
 from tests.e2e.test_slack_serve import idle
 
 pytestmark = needs_git
-
-
-@pytest.fixture(params=["files", pytest.param("database", marks=pytest.mark.postgres_only)])
-def store(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The store a scenario runs on: the vault's own folder, or PostgreSQL's rows mirrored."""
-    return {"BRAIN_STORE": str(request.param)}
 
 
 async def brain(bot: Served, tmp_path: Path, *argv: str) -> Result:
@@ -59,8 +52,8 @@ def history(found: Result) -> list[dict[str, Any]]:
 
 
 async def test_a_clone_pushes_an_edit_and_a_note_the_brain_finds_lists_and_undoes(
-        tmp_path: Path, store: dict[str, str]) -> None:
-    async with served(tmp_path, **store) as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         await dm(bot, "Idea: a lending library for the office", 2)
         link = await linked(bot, tmp_path)
@@ -103,8 +96,8 @@ async def test_a_clone_pushes_an_edit_and_a_note_the_brain_finds_lists_and_undoe
 
 
 async def test_a_push_behind_the_bots_capture_is_refused_then_merged_after_a_pull(
-        tmp_path: Path, store: dict[str, str]) -> None:
-    async with served(tmp_path, **store) as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         link = await linked(bot, tmp_path)
         git = GitClient(tmp_path, link["token"])
@@ -145,8 +138,8 @@ async def http_status(url: str, auth: dict[str, str] | None) -> tuple[int, str, 
 
 
 async def test_no_token_a_wrong_one_and_anothers_remote_are_refused(
-        tmp_path: Path, store: dict[str, str]) -> None:
-    async with served(tmp_path, **store) as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         await dm(bot, "Their own thought about kayaks", 2, user=OTHER_USER)
         link = await linked(bot, tmp_path)
@@ -199,8 +192,8 @@ async def _mktree(git: GitClient, work: Path, text: str) -> str:
 
 
 async def test_a_push_with_a_symlink_or_a_path_out_of_the_vault_changes_nothing(
-        tmp_path: Path, store: dict[str, str]) -> None:
-    async with served(tmp_path, BRAIN_MAX_FILE_MB="0.01", **store) as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, BRAIN_MAX_FILE_MB="0.01", **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         link = await linked(bot, tmp_path)
         git = GitClient(tmp_path, link["token"])
