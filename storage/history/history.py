@@ -38,6 +38,7 @@ from storage.vault.files import Vault
 
 TRAILER = "brain-change: "
 LOG_NAME = "changes.jsonl"
+REMOTE_NAME = "remote.json"  # the git remote's state (storage/sync/projection.py)
 OUTSIDE = "outside edit"
 OUTSIDE_SUMMARY = "file(s) changed outside the app"
 RETELL_SECONDS = 600.0  # the same failure is logged again after this long
@@ -238,21 +239,27 @@ class History:
                 "new_folders": list(new_folders)}
         message = f"{action}: {summary}\n\n{TRAILER}{json.dumps(meta, ensure_ascii=False)}\n"
         safe_who = "".join(c for c in who if c not in "<>\n") or "unknown"
+        first = self.repo.head() is None
         commit = self.repo.commit(files, message, f"{safe_who} <{safe_who}@second-brain>",
                                   when=int(at.timestamp()))
         change = Change(id=commit.decode(), at=at.isoformat(timespec="seconds"), who=who,
                         source=source, action=action, summary=summary,
                         paths=tuple(sorted(files)), moved=moved, undoes=undoes,
                         new_folders=new_folders)
-        self._append(change)
+        self._append(change, first=first)
         if collect and action not in (OUTSIDE, START):
             collected(change.id)
         return change
 
     # --- the list of changes ---------------------------------------------------------------
 
-    def _append(self, change: Change) -> None:
+    def _append(self, change: Change, *, first: bool) -> None:
+        """The change added to the list; a list that is gone (the database store's mirror
+        drops it when another machine's commits arrive) is left to be rebuilt from the
+        commits, not begun again with this change alone."""
         self.path.mkdir(parents=True, exist_ok=True)
+        if not first and not self._log_path.exists():
+            return
         with self._log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(change.to_dict(), ensure_ascii=False) + "\n")
 

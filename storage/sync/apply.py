@@ -230,6 +230,8 @@ async def apply_push(store: Store, person: str, commits: list[Commit]) -> Applie
         late = Late(f"git push by {person}", subject(commit), tuple(plan.put), person, SOURCE,
                     int(time.time()), tuple(plan.moved))
         wrote()
+        if store.mirror is not None:  # the database store: sent at the push's end
+            store.mirror.wrote(list(plan.put))
         change = await asyncio.to_thread(_made, history, plan, late)
         if change is not None:
             applied.changes.append(change)

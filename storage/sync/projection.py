@@ -24,11 +24,11 @@ from dulwich.object_store import PackBasedObjectStore
 from dulwich.objects import Commit, ObjectID
 
 from storage.history import History
-from storage.history.history import TRAILER
+from storage.history.history import REMOTE_NAME, TRAILER
 from storage.history.repo import COMMITTER
 from storage.vault.atomic import write_atomic
 
-STATE_NAME = "remote.json"
+STATE_NAME = REMOTE_NAME  # (the database store shares it: storage/vault/mirror.py)
 SEEN = 8  # earlier heads a fetch that began before a change may still ask for
 PACK_FROM = 100  # mirrors written as one pack past this many
 CHANGE_TRAILER = "Brain-Change"  # the history's id of the change (`brain undo <id>`)

@@ -14,6 +14,11 @@ number it saw.
   machine's writers share): the files the write touched and the history's new objects and
   head, in one transaction. A push that dies half-way commits nothing; the mirror's unpushed
   change is found by the next writer on this machine (its `unpushed` mark) and sent then.
+- **The git remote** (storage/sync): its state (`remote.json` beside the history: the head
+  git clients see, the history commit it stands for) travels with the history's head, and
+  its commits (a mirror of each history commit, the commits people pushed) with the
+  history's objects, so every machine serves one line and a push taken by one is what a
+  pull from another brings.
 - **Import**: a vault used in the database store for the first time, whose mirror already
   holds files or a history (a vault of the file store), is sent whole, once.
 """
@@ -34,7 +39,7 @@ from sqlalchemy import text
 
 from storage.db import Database
 from storage.history import History
-from storage.history.history import LOG_NAME
+from storage.history.history import LOG_NAME, REMOTE_NAME
 from storage.history.repo import BRANCH
 from storage.vault.atomic import TEMP_NAME, write_atomic
 from storage.vault.files import Vault
@@ -42,6 +47,25 @@ from storage.vault.locks import machine_lock
 
 FORGOTTEN = ""  # the head of a vault whose person was forgotten
 STATE = "mirror.json"  # beside the vault's history: the last number pulled, unpushed paths
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """What a push sends of the history: objects the database lacks, the head and the remote's
+    state (each None when unchanged since the database last had them), the head now."""
+    objects: list[dict[str, Any]]
+    head: str | None
+    remote: str | None
+    now: str | None
+
+
+def _remote_head(state: str | None) -> ObjectID | None:
+    """The head git clients see, in the remote's state (`remote.json`'s text)."""
+    try:
+        found = json.loads(state or "")["remote"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return ObjectID(found.encode()) if isinstance(found, str) and len(found) == 40 else None
 
 
 @dataclass(frozen=True)
@@ -130,6 +154,8 @@ class Mirror:
             seqs = [r[-1] for r in files] + [r[-1] for r in objects] + \
                 ([head[1]] if head is not None else [])
             state["seq"] = max([since, *seqs])
+            if head is not None and head[0] != FORGOTTEN:  # what the database holds now
+                state.update(head=head[0], remote=head[2] or state.get("remote"))
             self._save(state)
         return Pulled(changed, head[0] if head is not None else None)
 
@@ -147,7 +173,7 @@ class Mirror:
                     "SELECT sha, kind, data, seq FROM vault_objects "
                     "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
                 head = (await conn.execute(text(
-                    "SELECT head, seq FROM vault_heads WHERE vault = :v AND seq > :s"),
+                    "SELECT head, seq, remote FROM vault_heads WHERE vault = :v AND seq > :s"),
                     args)).first()
         return list(files), list(objects), head
 
@@ -177,6 +203,8 @@ class Mirror:
             # The list of changes is a cache of this machine's commits: built again from
             # the commits, which now hold the other machines' changes too.
             (self.history.path / LOG_NAME).unlink(missing_ok=True)
+            if head[2] is not None:  # the git remote's state, its commits among the objects
+                write_atomic(self.history.path / REMOTE_NAME, str(head[2]).encode())
         return changed
 
     def _wipe(self) -> list[str]:
@@ -200,8 +228,8 @@ class Mirror:
             await s.execute(text("DELETE FROM vault_objects WHERE vault = :v"), {"v": self.key})
             await s.execute(text(
                 "INSERT INTO vault_heads (vault, head, updated_at) VALUES (:v, :h, now()) "
-                "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, updated_at = now(), "
-                "seq = nextval('vault_seq')"), {"v": self.key, "h": FORGOTTEN})
+                "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, remote = NULL, "
+                "updated_at = now(), seq = nextval('vault_seq')"), {"v": self.key, "h": FORGOTTEN})
             await s.commit()
         self.state_path.unlink(missing_ok=True)
 
@@ -216,9 +244,10 @@ class Mirror:
         state["unpushed"] = rels  # until the database has them: sent by the next writer
         self._save(state)
         files = await asyncio.to_thread(self._files, rels)
-        objects, head = await asyncio.to_thread(self._objects, state.get("head"))
-        seqs = await self._write(files, objects, head)
-        state.update(unpushed=[], head=head or state.get("head"),
+        out = await asyncio.to_thread(self._outgoing, state)
+        seqs = await self._write(files, out)
+        state.update(unpushed=[], head=out.head or state.get("head"),
+                     remote=out.remote or state.get("remote"),
                      seq=max([int(state.get("seq", 0)), *seqs]))
         self._save(state)
 
@@ -234,22 +263,36 @@ class Mirror:
                 out.append({"path": rel, "content": None, "mtime_ns": 0, "sha": None})
         return out
 
-    def _objects(self, known: str | None) -> tuple[list[dict[str, Any]], str | None]:
-        """The history's objects the database lacks (past its head `known`), and the head."""
+    def _remote(self) -> str | None:
+        try:
+            return (self.history.path / REMOTE_NAME).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def _outgoing(self, state: dict[str, Any]) -> Outgoing:
+        """The history's objects the database lacks (past its head and the remote's head as
+        `state` knows them), the head and the remote's state where they moved."""
         repo = self.history.repo
-        head = repo.head()
-        if head is None or (known is not None and head.decode() == known):
-            return [], None
         store = repo.repo.object_store
-        haves = [ObjectID(known.encode())] if known else []
+        now = repo.head()
+        known = state.get("head")
+        head = now.decode() if now is not None and now.decode() != known else None
+        remote = self._remote()
+        remote = remote if remote is not None and remote != state.get("remote") else None
+        wants = [sha for sha in (now if head else None, _remote_head(remote))
+                 if sha is not None and sha in store]
+        if not wants:
+            return Outgoing([], head, None, None if now is None else now.decode())
+        haves = [sha for sha in (ObjectID(known.encode()) if known else None,
+                                 _remote_head(state.get("remote")))
+                 if sha is not None and sha in store]
         out = []
-        for sha, _ in store.find_missing_objects(haves, [head]):
+        for sha, _ in store.find_missing_objects(haves, wants):
             obj = store[sha]
             out.append({"sha": sha.decode(), "kind": obj.type_num, "data": obj.as_raw_string()})
-        return out, head.decode()
+        return Outgoing(out, head, remote, None if now is None else now.decode())
 
-    async def _write(self, files: list[dict[str, Any]], objects: list[dict[str, Any]],
-                     head: str | None) -> list[int]:
+    async def _write(self, files: list[dict[str, Any]], out: Outgoing) -> list[int]:
         seqs: list[int] = []
         async with self.db.session() as s:
             for row in files:
@@ -260,17 +303,18 @@ class Mirror:
                     "sha = excluded.sha, mtime_ns = excluded.mtime_ns, seq = nextval('vault_seq') "
                     "WHERE vault_files.sha IS DISTINCT FROM excluded.sha RETURNING seq"),
                     {"v": self.key, **row})).scalars().all()
-            for obj in objects:
+            for obj in out.objects:
                 seqs += (await s.execute(text(
                     "INSERT INTO vault_objects (vault, sha, kind, data) "
                     "VALUES (:v, :sha, :kind, :data) ON CONFLICT DO NOTHING RETURNING seq"),
                     {"v": self.key, **obj})).scalars().all()
-            if head is not None:
+            if (out.head is not None or out.remote is not None) and out.now is not None:
                 seqs += (await s.execute(text(
-                    "INSERT INTO vault_heads (vault, head, updated_at) VALUES (:v, :h, now()) "
-                    "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, "
+                    "INSERT INTO vault_heads (vault, head, remote, updated_at) "
+                    "VALUES (:v, :h, :r, now()) ON CONFLICT (vault) DO UPDATE SET "
+                    "head = excluded.head, remote = coalesce(excluded.remote, vault_heads.remote), "
                     "updated_at = now(), seq = nextval('vault_seq') RETURNING seq"),
-                    {"v": self.key, "h": head})).scalars().all()
+                    {"v": self.key, "h": out.now, "r": out.remote})).scalars().all()
             await s.commit()
         return [int(n) for n in seqs]
 
@@ -307,7 +351,8 @@ class Mirror:
         of its history, its head; idempotent. Returns the files."""
         rels = await asyncio.to_thread(self._all_files)
         state = self._state()
-        state.pop("head", None)  # the database knows no head of this vault yet
+        for known in ("head", "remote"):  # the database knows neither of this vault yet
+            state.pop(known, None)
         self._save(state)
         await self.push(rels)
         return rels

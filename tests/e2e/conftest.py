@@ -1,4 +1,5 @@
-"""The `slack` fixture: a served bot with a fake Slack Web API (tests/e2e/bot_harness.py)."""
+"""The `slack` fixture: a served bot with a fake Slack Web API (tests/e2e/bot_harness.py); the
+`vault_store` a served scenario runs on."""
 
 from __future__ import annotations
 
@@ -14,3 +15,10 @@ from tests.e2e.bot_harness import Harness, running_bot
 async def slack(tmp_path: Path) -> AsyncIterator[Harness]:
     async with running_bot(tmp_path) as harness:
         yield harness
+
+
+@pytest.fixture(params=["files", pytest.param("database", marks=pytest.mark.postgres_only)])
+def vault_store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The store a `brain serve` scenario runs on (its environment): the vault's own folder,
+    or PostgreSQL's rows mirrored (BRAIN_STORE=database, in the PostgreSQL pass only)."""
+    return {"BRAIN_STORE": str(request.param)}

@@ -28,12 +28,14 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def served(tmp_path: Path, **extra: str) -> AsyncIterator[Served]:
+    """`extra` may name the DATABASE_URL (machines sharing one database), else the test's."""
     fake = await FakeSlack().start()
     port = free_port()
+    database = {} if "DATABASE_URL" in extra else database_env(tmp_path)
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
                     BRAIN_LLM="offline", BRAIN_PUBLIC_URL=f"http://127.0.0.1:{port}",
-                    **database_env(tmp_path), **extra)
+                    **database, **extra)
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(

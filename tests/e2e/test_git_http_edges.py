@@ -2,7 +2,8 @@
 4xx and one log line, never a 5xx, and changes nothing: other auth schemes, undecodable
 credentials, the dumb protocol, unknown services, bodies that are not git's protocol (any
 bytes, hypothesis), a push larger than BRAIN_SYNC_MAX_PUSH_MB. Against the served bot (real
-aiohttp, the fake Slack) on the test's database."""
+aiohttp, the fake Slack) on the test's database; the posted bytes on both stores
+(`vault_store`)."""
 
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ async def test_requests_git_does_not_make_get_a_clear_4xx(slack: Harness) -> Non
 
 
 async def test_any_bytes_posted_get_no_5xx_and_nothing_changes_and_a_big_push_413(
-        tmp_path: Path) -> None:
-    async with running_bot(tmp_path, BRAIN_SYNC_MAX_PUSH_MB="0.001") as slack:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with running_bot(tmp_path, BRAIN_SYNC_MAX_PUSH_MB="0.001", **vault_store) as slack:
         await slack.file_dm("Call Sara about the Q3 budget next week")
         token = await token_for(slack)
         before = {p: p.read_bytes() for p in slack.vault.rglob("*") if p.is_file()}

@@ -1,7 +1,9 @@
 """A person's vault as their own git remote (issue 35), end to end: Debian's real `git` (what
 obsidian-git runs underneath) against a real `brain serve --http` process on the test's
 database (BRAIN_TEST_DB=postgres too), notes filed through the fake Slack, and the `brain`
-verbs a person would run on the server."""
+verbs a person would run on the server. The scenarios served by `brain serve` run on both stores
+(`vault_store`: the database store, BRAIN_STORE=database, in the PostgreSQL pass only); the same
+remote across two machines that share only PostgreSQL is tests/e2e/test_git_remote_machines.py."""
 
 from __future__ import annotations
 
@@ -27,10 +29,12 @@ async def brain(bot: Served, tmp_path: Path, *argv: str) -> Result:
     return await asyncio.to_thread(run_process, tmp_path, *argv, "--user", USER, env=bot.env)
 
 
-async def dm(bot: Served, text: str, n: int, user: str = USER) -> None:
-    """A thought sent to the bot in a DM, filed (its card is reply `n`)."""
-    ts = f"17672616{n:02d}.000100"
-    await bot.send.event(message_event(text, ts=ts, event_id=f"EvGit{n}", user=user))
+async def dm(bot: Served, text: str, n: int, user: str = USER, *, key: int | None = None) -> None:
+    """A thought sent to the bot in a DM, filed (its card is reply `n`; `key` numbers the
+    event when another process shares the database)."""
+    key = n if key is None else key
+    ts = f"17672616{key:02d}.000100"
+    await bot.send.event(message_event(text, ts=ts, event_id=f"EvGit{key}", user=user))
     await bot.fake.wait_for("chat.postMessage", n, timeout=60)
     await idle(bot.send)
 
@@ -48,8 +52,8 @@ def history(found: Result) -> list[dict[str, Any]]:
 
 
 async def test_a_clone_pushes_an_edit_and_a_note_the_brain_finds_lists_and_undoes(
-        tmp_path: Path) -> None:
-    async with served(tmp_path) as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         await dm(bot, "Idea: a lending library for the office", 2)
         link = await linked(bot, tmp_path)
@@ -92,8 +96,8 @@ async def test_a_clone_pushes_an_edit_and_a_note_the_brain_finds_lists_and_undoe
 
 
 async def test_a_push_behind_the_bots_capture_is_refused_then_merged_after_a_pull(
-        tmp_path: Path) -> None:
-    async with served(tmp_path) as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         link = await linked(bot, tmp_path)
         git = GitClient(tmp_path, link["token"])
@@ -133,8 +137,9 @@ async def http_status(url: str, auth: dict[str, str] | None) -> tuple[int, str, 
         return r.status, r.headers.get("WWW-Authenticate", ""), await r.text()
 
 
-async def test_no_token_a_wrong_one_and_anothers_remote_are_refused(tmp_path: Path) -> None:
-    async with served(tmp_path) as bot:
+async def test_no_token_a_wrong_one_and_anothers_remote_are_refused(
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         await dm(bot, "Their own thought about kayaks", 2, user=OTHER_USER)
         link = await linked(bot, tmp_path)
@@ -187,8 +192,8 @@ async def _mktree(git: GitClient, work: Path, text: str) -> str:
 
 
 async def test_a_push_with_a_symlink_or_a_path_out_of_the_vault_changes_nothing(
-        tmp_path: Path) -> None:
-    async with served(tmp_path, BRAIN_MAX_FILE_MB="0.01") as bot:
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
+    async with served(tmp_path, BRAIN_MAX_FILE_MB="0.01", **vault_store) as bot:
         await dm(bot, "Call Sara about the Q3 budget next week", 1)
         link = await linked(bot, tmp_path)
         git = GitClient(tmp_path, link["token"])

@@ -9,6 +9,8 @@ Debian's git, the test's database.
   the history's list of late changes, and the next writer of the vault (here `brain
   history`) puts the rest and records it as the push's change; every pushed note is whole
   and present, and a pull and push from the client end with the clone and the vault alike.
+  On both stores (`vault_store`): on the database store, another machine's mirror then holds
+  every pushed note too (the push's files were marked as written before they were put).
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ NOTE_TEXT = ("---\ncategory: ideas\nname: Garden plan\n---\n# Garden plan\n\n## 
 
 
 @contextlib.asynccontextmanager
-async def serving(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[tuple[Any, str, dict]]:
+async def serving(tmp_path: Path, fake: FakeSlack,
+                  **extra: str) -> AsyncIterator[tuple[Any, str, dict]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
-                    BRAIN_LLM="offline", BRAIN_PUBLIC_URL=url, **database_env(tmp_path))
+                    BRAIN_LLM="offline", BRAIN_PUBLIC_URL=url, **database_env(tmp_path), **extra)
     proc = await brain("serve", "--http", "--host", "127.0.0.1", "--port", str(port), env=env,
                        cwd=tmp_path)
     try:
@@ -112,10 +115,11 @@ async def test_a_push_and_the_bots_write_to_one_note_never_interleave(tmp_path: 
         await fake.stop()
 
 
-async def test_a_push_killed_half_way_is_made_whole_by_the_next_writer(tmp_path: Path) -> None:
+async def test_a_push_killed_half_way_is_made_whole_by_the_next_writer(
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
     fake = await FakeSlack().start()
     try:
-        async with serving(tmp_path, fake) as (proc, url, env):
+        async with serving(tmp_path, fake, **vault_store) as (proc, url, env):
             send = SlackSender(url)
             await send.event(message_event("Call Sara about the Q3 budget next week",
                                            ts="1767261700.000100", event_id="EvKill1"))
@@ -155,8 +159,12 @@ async def test_a_push_killed_half_way_is_made_whole_by_the_next_writer(tmp_path:
         assert push["action"] == f"git push by {USER}"
         assert push["summary"].startswith("Import my old notes")
         assert len(push["paths"]) == many
+        if vault_store["BRAIN_STORE"] == "database":  # the next writer sent them: elsewhere too
+            elsewhere = {**env, "BRAIN_DATA_DIR": str(tmp_path / "elsewhere")}
+            assert cli(tmp_path, elsewhere, "history", "--json").json() == listed
+            assert files_of(tmp_path / "elsewhere" / "vaults" / USER) == files_of(vault)
 
-        async with serving(tmp_path, fake) as (_proc, url, env):
+        async with serving(tmp_path, fake, **vault_store) as (_proc, url, env):
             link = (await asyncio.to_thread(cli, tmp_path, env, "sync", "url", "--json")).json()
             git.token = link["token"]
             await git.ok("remote", "set-url", "origin", link["url"], cwd=work)

@@ -2,7 +2,8 @@
 git against a real `brain serve --http`: the `brain sync url` it names gives the address and a
 token; its `git clone` line clones (the token typed at git's password prompt); an edit and a
 new note, then its four commit-and-sync lines, run as written while the bot has filed
-something new meanwhile: both end up in the vault, and the push in its history."""
+something new meanwhile: both end up in the vault, and the push in its history. On both stores
+(`vault_store`), as the section says."""
 
 from __future__ import annotations
 
@@ -46,9 +47,10 @@ def test_the_section_says_what_the_test_follows() -> None:
         assert setting in " ".join(text.split()), setting
 
 
-async def test_the_readmes_steps_clone_edit_and_sync_both_ways(tmp_path: Path) -> None:
+async def test_the_readmes_steps_clone_edit_and_sync_both_ways(
+        tmp_path: Path, vault_store: dict[str, str]) -> None:
     clone_block, sync_block = blocks(section())
-    async with served(tmp_path) as bot:
+    async with served(tmp_path, **vault_store) as bot:
         await bot.send.event(message_event("Call Sara about the Q3 budget next week",
                                            ts="1767261700.000100", event_id="EvReadme1"))
         await bot.fake.wait_for("chat.postMessage", timeout=60)

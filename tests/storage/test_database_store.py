@@ -1,7 +1,8 @@
 """The database store (issue 34): PostgreSQL holds each vault; two machines, each with its own
 folder for the mirror and its own history repository, sharing nothing but the database, see
 each other's notes, changes and history, and undo each other's changes. A vault of the file
-store is brought in whole the first time it is used, once."""
+store is brought in whole the first time it is used, once. The vault's git remote is one on
+every machine: a push taken by one is the other's head."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from sqlalchemy import text
 
 from storage.db import Database
 from storage.history import History, changing, history_path
+from storage.sync.remote import FETCH_FIRST, VaultRemote
 from storage.vault.files import Vault
 from storage.vault.mirror import Mirror
 from storage.vault.store import Store
 from tests.databases import fresh_url
+from tests.storage.sync_client import LIMITS, files_at, head_of, on_top, push
 
 pytestmark = pytest.mark.postgres_only
 
@@ -123,3 +126,28 @@ async def test_a_forgotten_vault_leaves_every_machine_and_the_database(
             "(SELECT string_agg(head, ',') FROM vault_heads WHERE vault = :v)"),
             {"v": PERSON})).one()
     assert tuple(left) == (0, 0, "")  # no name, no text, no object of theirs
+
+
+async def test_the_git_remote_is_one_line_on_every_machine(tmp_path: Path, db: Database) -> None:
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    with changing("U1", "slack a"):
+        await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
+    remote_a, remote_b = VaultRemote(a.store, "U1", LIMITS), VaultRemote(b.store, "U1", LIMITS)
+    first = await head_of(remote_a)
+    assert await head_of(remote_b) == first  # b serves a's line, not one of its own
+    refused, _ = await push(remote_a, lambda store, head: on_top(
+        store, head, {"ideas/late.md": b"Late\n"}, "Late"), old=first)
+    assert refused is None
+    with changing("U1", "slack b"):  # b moves on: a push to a on the old head must pull first
+        await b.store.create("admin", "Renew passport", {}, "Before June\n")
+    stale, _ = await push(remote_a, lambda store, head: on_top(
+        store, head, {"ideas/stale.md": b"Stale\n"}, "Stale"), old=first)
+    assert stale == FETCH_FIRST
+    refused, tip = await push(remote_b, lambda store, head: on_top(
+        store, head, {"ideas/from-b.md": b"From b\n"}, "From b"))
+    assert refused is None
+    assert await head_of(remote_a) == await head_of(remote_b) == tip  # the pushed commit itself
+    pushed = files_at(a.history.repo.repo.object_store, tip)
+    assert {"ideas/late.md", "ideas/from-b.md", "admin/renew-passport.md"} <= set(pushed)
+    assert a.files() == b.files() == pushed
+    assert "ideas/stale.md" not in a.files()
