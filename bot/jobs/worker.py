@@ -286,7 +286,7 @@ class Worker:
         person is told once that it waits (not when the database merely stopped answering,
         `tell=False`: a restart takes seconds, and they get their answer then)."""
         waits = int(ctx.result.get("storage_waits") or 0)
-        log.warning("job %s (%s) waits: storage cannot be written (%s); try %d", ctx.job.id,
+        log.warning("job %s (%s) waits for storage (%s); try %d", ctx.job.id,
                     ctx.job.kind, reason, waits + 1)
         told = bool(ctx.result.get("storage_told"))
         if self.waiting is not None and tell and not told:
