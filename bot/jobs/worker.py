@@ -6,7 +6,11 @@ told. A job that failed because storage could not be written (the vault or the d
 read-only, full or gone: `storage.errors.unwritable`) is not a failed attempt: it goes back to
 the journal with a growing pause and runs when storage is back, however long that takes, and
 the person is told once that it waits (`waiting`). With `ready`, a job that would write is
-not started while storage is known to be down (no model call is spent on it).
+not started while storage is known to be down (no model call is spent on it). A database
+server that stops answering (a restart, a failover: `storage.errors.unreachable`) is storage
+down too, but brief: its jobs wait the same way, and nobody is told. A job's end, or its return
+to the journal, that cannot be recorded because the database does not answer is tried again
+until it answers (the job stays this worker's), not left for its lease to run out.
 
 A worker that loses a job's lease (it stalled past the lease, or lost the database for that
 long, and another worker took the job over) stops that job: the renewal finds it gone and
@@ -21,11 +25,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.jobs import owners
 from bot.jobs.queue import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
-from storage.errors import unwritable
+from storage.errors import unreachable, unwritable
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,9 @@ RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
 STORAGE_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between tries while storage is down
 CLAIM_BATCH = 4  # jobs taken per claim
 DEAD_LOOK = 10.0  # seconds between looks for jobs whose owner died on this machine
+# seconds between tries of recording a job's end while the database does not answer
+RECORD_DELAYS = (0.2, 0.5, 1.0, 2.0)
+T = TypeVar("T")
 
 # Whether a job may start now: None, or why storage cannot take its work (bot/health.py).
 Ready = Callable[[JobRow], Awaitable[str | None]]
@@ -207,8 +214,12 @@ class Worker:
                 self.done += 1
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("job %s: could not record its end; it will run again", job.id)
+        except Exception as exc:
+            if unreachable(exc) is None:
+                log.exception("job %s: could not record its end; it will run again", job.id)
+            else:  # for longer than its lease: whoever holds the job then runs it again
+                log.warning("job %s: could not record its end (%s); it will run again",
+                            job.id, unreachable(exc))
         finally:
             self._running.pop(job.id, None)
             self._ending.discard(job.id)
@@ -255,7 +266,7 @@ class Worker:
         job = ctx.job
         down = unwritable(exc)
         if down is not None:
-            await self._wait_for_storage(ctx, down)
+            await self._wait_for_storage(ctx, down, tell=unreachable(exc) is None)
             return
         log.exception("job %s (%s) failed on attempt %d", job.id, job.kind,
                       job.attempts)
@@ -265,18 +276,20 @@ class Worker:
         else:  # again after a pause, here or in another process
             self._ending.add(job.id)
             step = min(job.attempts, len(self.retry_delays)) - 1
-            await self.queue.retry_later(self.owner, job.id,
-                                         self.retry_delays[max(step, 0)], reason)
+            await self._recorded(job.id, lambda: self.queue.retry_later(
+                self.owner, job.id, self.retry_delays[max(step, 0)], reason))
 
-    async def _wait_for_storage(self, ctx: JobContext, reason: str) -> None:
+    async def _wait_for_storage(self, ctx: JobContext, reason: str, *,
+                                tell: bool = True) -> None:
         """Storage cannot be written: the job goes back to the journal (its attempt not
         counted) and runs again after a pause that grows while storage stays down; the
-        person is told once that it waits."""
+        person is told once that it waits (not when the database merely stopped answering,
+        `tell=False`: a restart takes seconds, and they get their answer then)."""
         waits = int(ctx.result.get("storage_waits") or 0)
-        log.warning("job %s (%s) waits: storage cannot be written (%s); try %d", ctx.job.id,
+        log.warning("job %s (%s) waits for storage (%s); try %d", ctx.job.id,
                     ctx.job.kind, reason, waits + 1)
         told = bool(ctx.result.get("storage_told"))
-        if self.waiting is not None and not told:
+        if self.waiting is not None and tell and not told:
             try:
                 await self.waiting(ctx, reason)
                 told = True
@@ -284,10 +297,10 @@ class Worker:
                 log.exception("job %s: telling the person it waits failed", ctx.job.id)
         delay = self.storage_delays[min(waits, len(self.storage_delays) - 1)]
         self._ending.add(ctx.job.id)
-        await self.queue.retry_later(self.owner, ctx.job.id, delay, f"storage: {reason}"[:500],
-                                     counted=False, result={
-                                         **ctx.noted, "storage_waits": waits + 1,
-                                         "storage_told": told})
+        result = {**ctx.noted, "storage_waits": waits + 1, "storage_told": told}
+        await self._recorded(ctx.job.id, lambda: self.queue.retry_later(
+            self.owner, ctx.job.id, delay, f"storage: {reason}"[:500], counted=False,
+            result=result))
 
     async def _give_up(self, ctx: JobContext, reason: str) -> None:
         log.error("job %s (%s) failed for good: %s", ctx.job.id, ctx.job.kind, reason)
@@ -302,8 +315,30 @@ class Worker:
                    result: dict[str, Any] | None = None) -> bool:
         """Record the job's end while this worker holds it; False when it was taken over."""
         self._ending.add(job.id)  # the renewal must not cancel it while its end is written
-        if await self.queue.finish(job.id, state, error, owner=self.owner, result=result):
+        if await self._recorded(job.id, lambda: self.queue.finish(
+                job.id, state, error, owner=self.owner, result=result)):
             return True
         log.warning("job %s: taken over by another worker before it ended here; its end is "
                     "theirs to record", job.id)
         return False
+
+    async def _recorded(self, job_id: int, write: Callable[[], Awaitable[T]]) -> T:
+        """`write()` (a job's end, or its return to the journal), tried again while the
+        database does not answer: the job stays this worker's, its lease renewed once the
+        database is back, instead of waiting for the lease to run out. Raises when this
+        worker stops meanwhile, or after a lease's time (the lease decides then)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lease.total_seconds()
+        tries = 0
+        while True:
+            try:
+                return await write()
+            except Exception as exc:
+                gone = unreachable(exc)
+                if gone is None or self._stopping or loop.time() >= deadline:
+                    raise
+                if tries == 0:
+                    log.warning("job %s: %s; its end is recorded when it answers again",
+                                job_id, gone)
+            await asyncio.sleep(RECORD_DELAYS[min(tries, len(RECORD_DELAYS) - 1)])
+            tries += 1

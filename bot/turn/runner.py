@@ -43,7 +43,7 @@ from bot.turn.result import (
 )
 from bot.turn.tool_calls import ToolCalls
 from storage import repositories
-from storage.errors import StorageDown
+from storage.errors import StorageDown, unwritable
 from storage.history import collecting
 from storage.repositories import ConversationRow, MessageRow
 from tools import registry
@@ -185,7 +185,10 @@ class TurnRunner:
             return Talk(outcome, None, None if kept(outcome) else trouble(outcome), notice)
         except StorageDown:
             raise  # storage cannot be written: the rescue could not either; the job waits
-        except Exception:
+        except Exception as exc:
+            down = unwritable(exc)  # (the database stopped answering mid-turn): so is this
+            if down is not None:
+                raise StorageDown(down) from exc
             # A bug must not cost the user their thought: log it, and rescue after.
             log.exception("turn %s failed", opened.turn_id)
             outcome = LoopOutcome(text="", messages=[Message(role="user", content=text)])

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from storage.errors import unreachable
 from storage.text import visible_name
 from storage.types import (
     DEFAULT_STATUS,
@@ -248,8 +249,10 @@ async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[En
     """Notes related to the thought; never a reason for the capture to fail."""
     try:
         return await related_notes(ctx.deps.store, text, exclude={entry_id} if entry_id else ())
-    except Exception:
-        log.warning("related notes not found for a capture", exc_info=True)
+    except Exception as exc:
+        gone = unreachable(exc)  # (then the capture waits for it too, in one line)
+        log.warning("related notes not found for a capture%s", f": {gone}" if gone else "",
+                    exc_info=gone is None)
         return []
 
 
