@@ -172,7 +172,7 @@ class Brain:
         Slack and `brain chat` both call, and the reply model both render."""
         from bot.turn.reply import Replies
 
-        return Replies(self.turns, self.accounts)
+        return Replies(self.turns)
 
     @cached_property
     def note_actions(self) -> NoteActions:

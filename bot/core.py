@@ -11,6 +11,7 @@ asked for.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +34,13 @@ if TYPE_CHECKING:
     from bot.stores import Stores
     from storage.meaning.shared_model import Meaning
     from storage.repositories.receipts import Receipts
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model a person chose (None: the app's default), as already read in this turn."""
+
+    model: str | None
+
 
 class Core:
     def __init__(self, settings: Settings, db: Database, provider: Provider | None = None,
@@ -57,10 +65,12 @@ class Core:
             self._provider = make_provider(self.settings)
         return self._provider
 
-    async def provider_for(self, user_id: str) -> tuple[Provider, str | None]:
+    async def provider_for(self, user_id: str, *, chosen: ModelChoice | None = None,
+                           ) -> tuple[Provider, str | None]:
         """The model `user_id` chose (App Home), else the configured one. A choice that is no
         longer set up here falls back to the default and is cleared, so it is said once: the
-        second value is that sentence."""
+        second value is that sentence. `chosen`: the choice as the turn already read it (the
+        person's row is then not read again)."""
         from bot.llm.configs import available_configs
         from bot.llm.configs import make_provider as connect
         from storage.repositories import slack_state
@@ -68,9 +78,11 @@ class Core:
         if self._available is None:  # the settings do not change while the process runs
             self._available = available_configs(self.settings)
         configs = self._available
-        async with self.db.session() as s:
-            row = await slack_state.get_user(s, user_id)
-        choice = row.model if row is not None else None
+        if chosen is None:
+            async with self.db.session() as s:
+                row = await slack_state.get_user(s, user_id)
+            chosen = ModelChoice(row.model if row is not None else None)
+        choice = chosen.model
         if not choice:
             return self.provider, None
         if choice not in configs:

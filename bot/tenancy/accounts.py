@@ -216,16 +216,6 @@ class Accounts:
                     "schedules paused; data is kept", len(user_ids), cancelled)
         return cancelled
 
-    async def resumed(self, user_id: str) -> None:
-        """The person wrote to the bot: whatever was paused for them runs again."""
-        async with self.core.db.session() as s:
-            row = await slack_state.get_user(s, user_id)
-            if row is None or row.paused_at is None:
-                return
-            await slack_state.set_paused(s, user_id, False)
-            await s.commit()
-        log.info("user %s is back; their schedules resume", user_id)
-
     async def stopped_for(self, user_id: str) -> bool:
         """Should scheduled messages to this person wait (uninstalled, or paused)?"""
         team = await self.people.team(user_id) if self.people.many else None

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.jobs.queue import JobRow
-    from bot.tenancy.accounts import Accounts
     from bot.turn.result import Progress, TurnResult
     from bot.turn.runner import TurnRunner
     from tools.readers.sections import SharedFile
@@ -102,9 +101,8 @@ def _run(ex: Any) -> Run:
 class Replies:
     """`brain.replies`: a person's message answered, whatever the surface it came through."""
 
-    def __init__(self, turns: TurnRunner, accounts: Accounts) -> None:
+    def __init__(self, turns: TurnRunner) -> None:
         self.turns = turns
-        self.accounts = accounts
 
     async def reply(self, *, conversation_key: str, user_id: str, text: str,
                     source: str = "cli", channel: str | None = None,
@@ -116,11 +114,10 @@ class Replies:
         """The turn of one message (bot/turn/runner.py), and its reply. Writing to the bot
         ends a pause of the person's schedules. `after` runs once the turn is stored (the
         CLI gives what it filed its vectors there)."""
-        await self.accounts.resumed(user_id)
         result = await self.turns.handle(
             conversation_key=conversation_key, user_id=user_id, text=text, source=source,
             channel=channel, thread_ts=thread_ts, job=job, files=files, unfurls=unfurls,
-            progress=progress)
+            progress=progress, resume=True)
         if after is not None:
             await after(result)
         return reply_of(result)

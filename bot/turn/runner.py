@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.answers.final import cite_prose, needs_citations
-from bot.core import Core
+from bot.core import Core, ModelChoice
 from bot.jobs.queue import JobRow
 from bot.llm.offline import OfflineProvider
 from bot.llm.types import LLMError, Message, Provider, ToolCall, ToolSpec
@@ -45,7 +45,7 @@ from bot.turn.tool_calls import ToolCalls
 from storage import repositories
 from storage.errors import StorageDown, unwritable
 from storage.history import collecting
-from storage.repositories import ConversationRow, MessageRow
+from storage.repositories import ConversationRow, MessageRow, slack_state
 from tools import registry
 from tools.base import ToolContext
 from tools.capture.fence import Fence
@@ -81,27 +81,32 @@ class TurnRunner:
                      thread_ts: str | None = None, job: JobRow | None = None,
                      files: list[SharedFile] | None = None,
                      unfurls: list[dict[str, str]] | None = None,
-                     progress: Progress | None = None) -> TurnResult:
+                     progress: Progress | None = None, resume: bool = False) -> TurnResult:
         """One turn. With `job` (the intake job it runs for) it is taken once: a job that
         runs again gets the turn already taken, and notes its first try filed are found.
         `files` shared with the message are read; the note that files it keeps them. A
         message that is (mostly) a link gets its page read (Slack's `unfurls` when given).
-        `progress` hears each tool call as it starts and ends (Slack shows them as steps)."""
+        `progress` hears each tool call as it starts and ends (Slack shows them as steps).
+        `resume`: the person wrote to the bot, so whatever was paused for them runs again."""
         if job is not None and isinstance(job.result, dict) and job.result.get("turn"):
+            await self._came_back(user_id, resume)
             return TurnResult.from_dict(job.result["turn"])
         refused = refusal(text)  # too long, or not text: no turn, nothing filed
         if refused is not None:
+            await self._came_back(user_id, resume)
             return TurnResult(text=refused)
         with collecting() as changes:  # what the turn changed, for its Undo
             return await self._handle(conversation_key, user_id, text, source, channel,
-                                      thread_ts, job, changes, files or [], unfurls, progress)
+                                      thread_ts, job, changes, files or [], unfurls, progress,
+                                      resume)
 
     async def _handle(self, conversation_key: str, user_id: str, text: str, source: str,
                       channel: str | None, thread_ts: str | None, job: JobRow | None,
                       changes: list[str], files: list[SharedFile],
                       unfurls: list[dict[str, str]] | None,
-                      progress: Progress | None) -> TurnResult:
-        opened = await self._open(conversation_key, user_id, text, channel, thread_ts, job)
+                      progress: Progress | None, resume: bool) -> TurnResult:
+        opened = await self._open(conversation_key, user_id, text, channel, thread_ts, job,
+                                  resume)
         ctx, view = await self._context(opened, user_id, text, source, channel, thread_ts,
                                         job, files, unfurls)
         # In the thread of a filed note, a reply that reads as a change to it is applied to
@@ -128,10 +133,24 @@ class TurnRunner:
                                         job_owner=job.lease_owner if job else None)
         return result
 
+    async def _came_back(self, user_id: str, resume: bool) -> None:
+        """With `resume`: a pause of the person's schedules ends (their message is here)."""
+        if resume:
+            async with self.db.session() as s:
+                _row, ended = await slack_state.returned(s, user_id)
+                if ended:
+                    await s.commit()
+            _back(user_id, ended)
+
     async def _open(self, conversation_key: str, user_id: str, text: str, channel: str | None,
-                    thread_ts: str | None, job: JobRow | None) -> Opened:
-        """One transaction opens the turn: conversation, its filed notes, its recent turns."""
+                    thread_ts: str | None, job: JobRow | None, resume: bool) -> Opened:
+        """One transaction opens the turn: the person's row (their model; with `resume`, a
+        pause of theirs ended), the conversation, its filed notes, its recent turns."""
         async with self.db.session() as s:
+            if resume:
+                person, ended = await slack_state.returned(s, user_id)
+            else:
+                person, ended = await slack_state.get_user(s, user_id), False
             conv = await repositories.get_or_create_conversation(
                 s, conversation_key, user_id, channel=channel, thread_ts=thread_ts)
             receipts = await self.core.receipts.for_conversation(conv.id, session=s)
@@ -139,7 +158,9 @@ class TurnRunner:
                                                     job_id=job.id if job else None)
             stored_turns = await repositories.recent_turn_messages(s, conv.id, HISTORY_TURNS)
             await s.commit()
-        return Opened(conv, turn_id, filed_notes(receipts), stored_turns)
+        _back(user_id, ended)
+        return Opened(conv, turn_id, filed_notes(receipts), stored_turns,
+                      ModelChoice(person.model if person is not None else None))
 
     async def _context(self, opened: Opened, user_id: str, text: str, source: str,
                        channel: str | None, thread_ts: str | None, job: JobRow | None,
@@ -175,7 +196,7 @@ class TurnRunner:
                                            "target_category": direct})
                 outcome = direct_move_outcome(text, call, await run_call(call))
             else:
-                provider, notice = await self.core.provider_for(user_id)
+                provider, notice = await self.core.provider_for(user_id, chosen=opened.chosen)
                 outcome = await self._ask_model(opened, user_id, view, ctx, run_call, provider)
             failure = outcome.error
             if failure is not None:
@@ -276,6 +297,11 @@ class TurnRunner:
 Caller = Callable[[ToolCall], Awaitable[Execution]]
 
 
+def _back(user_id: str, ended: bool) -> None:
+    if ended:
+        log.info("user %s is back; their schedules resume", user_id)
+
+
 @dataclass(frozen=True)
 class Opened:
     """A turn as it opens: its conversation, its id, the notes its thread filed, and the
@@ -285,6 +311,7 @@ class Opened:
     turn_id: int
     filed: list[FiledNote]
     stored_turns: list[list[MessageRow]]
+    chosen: ModelChoice  # the model the person chose, read with the rest
 
 
 @dataclass(frozen=True)

@@ -194,10 +194,21 @@ class Receipts:
     async def held(self, entry_id: str, user_id: str) -> str | None:
         """Where the note this person's receipt of `entry_id` records is; None when no note
         was made under the id (or it was undone since: it may be made again)."""
-        row = await self.for_entry(entry_id)
-        if row is None or row.user_id != user_id or row.category == "trash":
-            return None
-        return row.path
+        return _held_at(await self.for_entry(entry_id), user_id)
+
+    async def held_with_recent(self, entry_id: str, user_id: str, since: datetime,
+                               limit: int = 50) -> tuple[str | None, list[ReceiptRow] | None]:
+        """`held`, and the person's receipts `since`, read in one transaction (the second
+        None when its read failed: a caller that needs them reads them again)."""
+        async with self.db.session() as s:
+            row = await receipt_for_entry(s, entry_id)
+            try:
+                recent: list[ReceiptRow] | None = await receipts_since(s, user_id, since,
+                                                                       limit=limit)
+            except Exception:
+                log.warning("could not read the receipts since %s", since, exc_info=True)
+                recent = None
+        return _held_at(row, user_id), recent
 
     async def drop(self, entry_id: str) -> None:
         """The note of a receipt written first could not be written: the receipt goes."""
@@ -229,6 +240,14 @@ class Receipts:
     async def for_entry_in(self, session: AsyncSession, entry_id: str) -> ReceiptRow | None:
         """`for_entry`, in the caller's transaction."""
         return await receipt_for_entry(session, entry_id)
+
+
+def _held_at(row: ReceiptRow | None, user_id: str) -> str | None:
+    """Where the note of this person's receipt `row` is; None: no note made under its id (or
+    undone since)."""
+    if row is None or row.user_id != user_id or row.category == "trash":
+        return None
+    return row.path
 
 
 class ReceiptClaim:

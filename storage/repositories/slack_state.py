@@ -63,6 +63,16 @@ async def get_user(s: AsyncSession, user_id: str) -> SlackUserRow | None:
     return _row(found) if found is not None else None
 
 
+async def returned(s: AsyncSession, user_id: str) -> tuple[SlackUserRow | None, bool]:
+    """The person wrote to the bot: their row as it was read, and True when a pause of
+    theirs ended (in the caller's transaction, which commits)."""
+    row = await get_user(s, user_id)
+    if row is None or row.paused_at is None:
+        return row, False
+    await set_paused(s, user_id, False)
+    return row, True
+
+
 async def set_tz(s: AsyncSession, user_id: str, tz: str | None, checked_at: datetime) -> None:
     """The user's time zone as Slack said it at `checked_at` (None: Slack did not say)."""
     aware(checked_at, "checked_at")

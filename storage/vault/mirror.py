@@ -36,6 +36,7 @@ from typing import Any
 
 from dulwich.objects import ObjectID, ShaFile
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
 from storage.history import History
@@ -129,10 +130,12 @@ class Mirror:
 
     # --- pull -------------------------------------------------------------------------------
 
-    async def behind(self) -> bool:
+    async def behind(self, session: AsyncSession | None = None) -> bool:
         """Does the database hold rows of this vault the mirror has not seen? (Cheap: three
-        index lookups, no lock.)"""
-        async with self.db.session() as s:
+        index lookups, no lock; in the caller's transaction when it gives one.)"""
+        async with contextlib.AsyncExitStack() as stack:
+            s = session if session is not None else \
+                await stack.enter_async_context(self.db.session())
             top = await s.scalar(text(
                 "SELECT greatest((SELECT max(seq) FROM vault_files WHERE vault = :v), "
                 "(SELECT max(seq) FROM vault_objects WHERE vault = :v), "

@@ -20,6 +20,8 @@ from collections.abc import Callable, Collection
 from datetime import date
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from storage.db import Database
 from storage.errors import Ambiguous, InvalidValue, NotFound
 from storage.history import History
@@ -84,11 +86,13 @@ class Store(Recorded, Upkeep):
         ref = ref.strip()
         if _looks_like_path(ref):
             self.vault.resolve(ref)  # UnsafePath for `..`, absolute paths, symlinks out
-        await self._fresh()
-        async with self.db.session() as session:
-            matches = await self.index.lookup(session, ref)
-            if not matches and by_words and not _looks_like_path(ref):
-                matches = await self.index.named(session, ref)
+        async def find(session: AsyncSession) -> builtins.list[EntrySummary]:
+            found = await self.index.lookup(session, ref)
+            if not found and by_words and not _looks_like_path(ref):
+                found = await self.index.named(session, ref)
+            return found
+
+        matches = await self._read(find)
         if not matches:
             raise NotFound(f"no note matches {ref!r}")
         if len(matches) > 1:
@@ -130,19 +134,17 @@ class Store(Recorded, Upkeep):
 
     async def list(self, *, category: str | None = None, status: str | None = None,
                    limit: int = 10) -> EntryList:
-        await self._fresh()
-        async with self.db.session() as session:
-            return await self.index.list(session, category=category, status=status, limit=limit)
+        return await self._read(lambda session: self.index.list(
+            session, category=category, status=status, limit=limit))
 
     async def due(self, *, after: str | None = None, until: str | None = None,
                   category: str | None = None, status: str | None = None,
                   open_only: bool = True, limit: int = 10) -> EntryList:
         """Notes due between two ISO days (either end open), soonest first; open ones only
         unless `open_only` is False."""
-        await self._fresh()
-        async with self.db.session() as session:
-            return await self.index.due(session, after=after, until=until, category=category,
-                                        status=status, open_only=open_only, limit=limit)
+        return await self._read(lambda session: self.index.due(
+            session, after=after, until=until, category=category, status=status,
+            open_only=open_only, limit=limit))
 
     async def _meaning_query(self, text: str) -> MeaningQuery | None:
         """The text's vector, as a task started now (it runs while the words are searched)."""
@@ -158,11 +160,9 @@ class Store(Recorded, Upkeep):
         """`today`: the asker's day, for the times a query names ("last week")."""
         meaning = await self._meaning_query(query)
         try:
-            await self._fresh()
-            async with self.db.session() as session:
-                return await self.index.search(session, query, category=category,
-                                               status=status, limit=limit, meaning=meaning,
-                                               today=today)
+            return await self._read(lambda session: self.index.search(
+                session, query, category=category, status=status, limit=limit,
+                meaning=meaning, today=today))
         finally:
             if meaning is not None and not meaning.vector.done():  # type: ignore[attr-defined]
                 meaning.vector.cancel()  # type: ignore[attr-defined]
@@ -174,9 +174,8 @@ class Store(Recorded, Upkeep):
         meaning = await self._meaning_query(text)
         if meaning is None:
             return []
-        await self._fresh()
-        async with self.db.session() as session:
-            return await self.index.nearby(session, meaning, k=k, floor=floor, exclude=exclude)
+        return await self._read(lambda session: self.index.nearby(
+            session, meaning, k=k, floor=floor, exclude=exclude))
 
     async def backlinks(self, ref: str) -> BacklinkList:
         rel = await self.resolve(ref)
@@ -184,9 +183,7 @@ class Store(Recorded, Upkeep):
             return await self.index.backlinks(session, rel)
 
     async def summary(self) -> VaultSummary:
-        await self._fresh()
-        async with self.db.session() as session:
-            return await self.index.summary(session)
+        return await self._read(self.index.summary)
 
     # --- writing ----------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -17,7 +17,9 @@ from storage.vault.locks import index_lock
 
 if TYPE_CHECKING:
     import contextlib
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
+
+    from sqlalchemy.ext.asyncio import AsyncSession
 
     from storage.db import Database
     from storage.history import History
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 # a cheap one (small vault) always runs, so an outside edit is seen by the very next query.
 MAX_SKIP_SECONDS = 1.0
 CHEAP_SCAN_SECONDS = 0.05
+
+T = TypeVar("T")
 
 
 class Upkeep:
@@ -43,12 +47,17 @@ class Upkeep:
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
-    async def _locked_refresh(self) -> RefreshStats:
+    async def _locked_refresh(self, then: Callable[[AsyncSession], Awaitable[Any]] | None = None,
+                              out: list[Any] | None = None) -> RefreshStats:
+        """A rescan into the index; `then` (a read) runs in its transaction, after the rescan,
+        its value appended to `out` (one transaction where a read after a rescan took two)."""
         for attempt in (1, 2, 3):
             try:
                 async with self.db.session() as session:
                     await index_lock(session, self.index.key)  # other replicas' index writes
                     stats = await self.index.refresh(session)
+                    if then is not None and out is not None:
+                        out[:] = [await then(session)]
                     await session.commit()
                 if needs_tidy(stats):
                     await tidy(self.db.engine)
@@ -110,28 +119,46 @@ class Upkeep:
             window = 0.0 if cost < CHEAP_SCAN_SECONDS else min(MAX_SKIP_SECONDS, 2 * cost)
         return time.monotonic() - at < window
 
-    async def _pull(self) -> list[str]:
-        """The database store: what other machines wrote, into the mirror and the index."""
+    async def _pull(self, then: Callable[[AsyncSession], Awaitable[Any]] | None = None,
+                    out: list[Any] | None = None) -> list[str]:
+        """The database store: what other machines wrote, into the mirror and the index.
+        `then`, `out`: a read made in the transaction that found the mirror up to date (not
+        made when it was behind)."""
         assert self.mirror is not None
-        if not await self.mirror.behind():
-            return []
+        async with self.db.session() as session:
+            if not await self.mirror.behind(session):
+                if then is not None and out is not None:
+                    out[:] = [await then(session)]
+                return []
         changed = (await self.mirror.pull()).paths
         if changed:
             await self._touched(changed)
         return changed
 
-    async def _fresh(self) -> None:
+    async def _fresh(self, then: Callable[[AsyncSession], Awaitable[Any]] | None = None,
+                     out: list[Any] | None = None) -> None:
         """Rescan before a read, unless the index is known fresh (see `fresh_within`); in the
-        database store, pull what other machines wrote."""
+        database store, pull what other machines wrote. `then`, `out`: see `_locked_refresh`
+        (`out` stays empty when no rescan ran)."""
         if self.mirror is not None:
-            await self._pull()
+            await self._pull(then, out)
             return
         if self._trusted():  # no lock either: a turn never waits behind the indexer's scan
             return
         async with index_turn(self.index.key):
-            stats = None if self._trusted() else await self._locked_refresh()
+            stats = None if self._trusted() else await self._locked_refresh(then, out)
         if stats is not None:
             await self._outside(stats)
+
+    async def _read(self, read: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """`read` of the index once it is fresh (`_fresh`): in the rescan's own transaction
+        when one runs (it sees what the rescan wrote), else in one of its own."""
+        out: list[T] = []
+        await self._fresh(read, out)
+        if out:
+            return out[0]
+        async with self.db.session() as session:
+            return await read(session)
 
     async def _touched(self, rels: list[str]) -> None:
         """Re-index the files our own write changed (a collision with another process's

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from tools.base import ToolContext, ToolOutput, entry_data
+
+if TYPE_CHECKING:
+    from storage.repositories.receipts import ReceiptRow
 
 log = logging.getLogger(__name__)
 
@@ -25,22 +29,31 @@ def same_words(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
-async def filed_already(ctx: ToolContext, text: str,
-                        entry_id: str | None = None) -> ToolOutput | None:
+def window_start() -> datetime:
+    """The receipts made since this moment are the ones a repeat is looked for in."""
+    return datetime.now(UTC) - REPEAT_WINDOW
+
+
+async def filed_already(ctx: ToolContext, text: str, entry_id: str | None = None,
+                        recent: list[ReceiptRow] | None = None) -> ToolOutput | None:
     """The note the same message made within the window, as the reply to a repeat; None
     when this is not one. `entry_id`: the id this capture's note gets (another attempt of
-    the same job made it: not a repeat). Never fails the capture: on an error, None."""
+    the same job made it: not a repeat). `recent`: the person's receipts since
+    `window_start()`, when the caller read them already. Never fails the capture: on an
+    error, None."""
     try:
-        return await _filed_already(ctx, text, entry_id)
+        return await _filed_already(ctx, text, entry_id, recent)
     except Exception:
         log.warning("could not look for an earlier capture of the same words", exc_info=True)
         return None
 
 
-async def _filed_already(ctx: ToolContext, text: str,
-                         entry_id: str | None) -> ToolOutput | None:
+async def _filed_already(ctx: ToolContext, text: str, entry_id: str | None,
+                         recent: list[ReceiptRow] | None) -> ToolOutput | None:
     now = datetime.now(UTC)
-    for receipt in await ctx.deps.receipts.since(ctx.deps.user_id, now - REPEAT_WINDOW):
+    if recent is None:
+        recent = await ctx.deps.receipts.since(ctx.deps.user_id, now - REPEAT_WINDOW)
+    for receipt in recent:
         if not receipt.entry_id or receipt.entry_id == entry_id \
                 or not same_words(receipt.original_text, text):
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.errors import unreachable
 from storage.text import visible_name
@@ -25,12 +25,15 @@ from tools.base import ToolContext, ToolError, ToolOutput
 from tools.capture.known_person import add_to_person, known_person
 from tools.capture.limits import excerpt, refusal
 from tools.capture.related import related_notes, related_section
-from tools.capture.repeats import filed_already
+from tools.capture.repeats import filed_already, window_start
 from tools.readers.sections import file_sections
 from tools.rules import classify
 from tools.rules.dates import as_date, today_in
 from tools.rules.naming import shown_name
 from tools.web.links import URL
+
+if TYPE_CHECKING:
+    from storage.repositories.receipts import ReceiptRow
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +80,9 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
     # A derived id may be on a note already: made by an earlier attempt, or by a stalled one
     # still running. Its receipt says so, written before the note (a file that merely carries
     # the id, a copy or someone else's, is not it).
-    existing = await ctx.deps.receipts.held(entry_id, ctx.deps.user_id) if entry_id else None
+    existing, recent = await _receipts_before(ctx, entry_id, repeat_ok)
     if existing is None and not ctx.shared:
-        elsewhere = await _already_kept(ctx, text, entry_id, name, target, repeat_ok)
+        elsewhere = await _already_kept(ctx, text, entry_id, name, target, repeat_ok, recent)
         if elsewhere is not None:
             return elsewhere
     entry, made, receipt = await ctx.deps.store.create_once(
@@ -161,12 +164,27 @@ def _placement(ctx: ToolContext, text: str, choice: Choice, merged: dict[str, An
     return "inbox", fields, "needs_review"
 
 
+async def _receipts_before(ctx: ToolContext, entry_id: str | None, repeat_ok: bool,
+                           ) -> tuple[str | None, list[ReceiptRow] | None]:
+    """Where a note made under the derived id is (its receipt says: see `capture_thought`),
+    and, when a repeat will be looked for, the person's receipts of the repeat window, read
+    with it (one transaction; None: not read)."""
+    if not entry_id:
+        return None, None
+    if repeat_ok or ctx.shared:
+        return await ctx.deps.receipts.held(entry_id, ctx.deps.user_id), None
+    return await ctx.deps.receipts.held_with_recent(entry_id, ctx.deps.user_id,
+                                                    window_start())
+
+
 async def _already_kept(ctx: ToolContext, text: str, entry_id: str | None, name: str,
-                        target: str, repeat_ok: bool) -> ToolOutput | None:
+                        target: str, repeat_ok: bool,
+                        recent: list[ReceiptRow] | None) -> ToolOutput | None:
     """The same words filed a moment ago, or news of someone who has a note (it goes into
-    that note): what was done instead of a new note; None: file it."""
+    that note): what was done instead of a new note; None: file it. `recent`: see
+    `filed_already`."""
     if not repeat_ok:
-        repeat = await filed_already(ctx, text, entry_id)
+        repeat = await filed_already(ctx, text, entry_id, recent)
         if repeat is not None:
             return repeat
     if target == "people":
