@@ -27,6 +27,7 @@ from tests.e2e import replicas as rs
 from tests.e2e.fake_slack import FakeSlack
 from tests.e2e.slack_harness import SECRET, USER, message_event
 from tests.e2e.test_slack_serve import clean_env
+from tests.shared import patience
 
 pytestmark = pytest.mark.slow
 
@@ -134,9 +135,9 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
         # it runs some (its jobs leased), so the kill cuts them off. (Polling for a moment
         # when it ran some was a race: a run killed it idle, and nothing was taken over.)
         llm.hold()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while not await rs.running_jobs_of(url, victim):
-            assert time.monotonic() < deadline, "the victim took no turn in 30 s"
+            assert time.monotonic() < deadline, "the victim took no turn in 30 s (stretched with the load)"
             await asyncio.sleep(0.05)
         answered_before = len(fake.calls_to("chat.postMessage"))
         await rs.kill(victim)  # mid-burst: it holds running turns and has acked its share
