@@ -43,7 +43,7 @@ MODEL_DELAY = 0.3  # seconds per model call
 # a live replica lost a lease at load 7 (renewals every 1 s fell behind).
 LEASE = 8
 # The kill may land in the middle of a history commit: its lock file then stays until it is a
-# minute old (docs/reliability.md, "history"), and a survivor's changes meanwhile are kept and
+# minute old (docs/reliability.md, "A stale lock is cleared"), and a survivor's changes meanwhile are kept and
 # recorded late, which it says once. Anything else in a log fails the test.
 KILLED_IN_A_COMMIT = re.compile(
     r" WARNING storage\.history\.history: history of \w+ cannot be written: a file cannot be "
