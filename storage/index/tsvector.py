@@ -13,10 +13,14 @@ counted (a plain `ORDER BY nid DESC` would read every row of a word found only i
 its total is the planner's estimate (column statistics, refreshed after large index changes),
 never below what was counted.
 
-ts_rank_cd knows nothing of how rare a word is (bm25 does), so when any word may match, a
-set small enough to rank whole is ranked by each word's rank weighted by its rarity in the
-vault (bm25's idf): "add something new" ranks a note with "developers" above the many with
-"new", as FTS5 does.
+ts_rank_cd knows nothing of how rare a word is, and counts every repeat of a word in full in a
+note of any length. So when any word may match, a set small enough to rank whole is ranked by
+bm25 built from its parts: each word's count in the note (one word's ts_rank_cd with the field
+weights is its weighted count: a name counts 10, the body 1, as FTS5's column weights),
+saturated and weighed by the note's length against the set's mean (k1 1.2, b 0.75), times the
+word's rarity in the vault (idf): "add something new" ranks a note with "developers" above the
+many with "new", and a long chat that says "Kade" once no longer loses to one that repeats
+"Tobias", as with FTS5.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ CONFIG = "brain_search"
 # proportions of FTS5's bm25 column weights (1, 3, 5, 10).
 RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
 RANK_ALL_LIMIT = 400
+BM25_K1, BM25_B = 1.2, 0.75
+# One word's ts_rank_cd with RANK_WEIGHTS is 0.1 per occurrence in the body: x 10 is a count.
+_TO_COUNT = 10
 ALL = "search"  # every field, weighted
 FIELDS = "fields"  # name, one-liner, context, next action (no body)
 STEMS = "stems"  # every field, weighted, words reduced to their stems (migration 0017)
@@ -62,8 +69,9 @@ class _Query:
     status: str | None
     column: str = ALL
     config: str = CONFIG
-    weights: tuple[float, ...] = ()  # with `terms`: rank by the sum of each word's rank x weight
+    weights: tuple[float, ...] = ()  # with `terms`: rank by bm25, these the words' idf
     terms: tuple[str, ...] = ()
+    mean_length: float = 1.0  # of the matching notes, in distinct words (bm25's avgdl)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -105,41 +113,45 @@ class _Query:
 
     async def ranked(self, session: AsyncSession, depth: int) -> list[tuple[int, float]]:
         """(nid, score) of the best `depth` matches."""
-        params = self.params
         if self.terms:
-            rank = " + ".join(
-                f"{w!r} * ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
-                f"to_tsquery('{self.config}', :t{i}){self.normalisation})"
-                for i, w in enumerate(self.weights))
-            params |= {f"t{i}": t for i, t in enumerate(self.terms)}
-        else:
-            rank = (f"ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
-                    f"to_tsquery('{self.config}', :q){self.normalisation})")
+            return await self._bm25(session, depth)
         result = await session.execute(text(
-            f"SELECT n.nid, {rank} AS s FROM index_notes n WHERE {self.where} "
-            f"ORDER BY s DESC, n.nid LIMIT {int(depth)}"), params)
+            f"SELECT n.nid, ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
+            f"to_tsquery('{self.config}', :q)) AS s FROM index_notes n WHERE {self.where} "
+            f"ORDER BY s DESC, n.nid LIMIT {int(depth)}"), self.params)
         return [(r[0], float(r[1])) for r in result]
 
-    @property
-    def normalisation(self) -> str:
-        """Stems rank as bm25 would: a long note's many words count less (ts_rank_cd's
-        normalisation 1: divided by 1 + the log of the note's length)."""
-        return ", 1" if self.column == STEMS else ""
+    async def _bm25(self, session: AsyncSession, depth: int) -> list[tuple[int, float]]:
+        counts = ", ".join(
+            f"{_TO_COUNT} * ts_rank_cd('{RANK_WEIGHTS}', n.{self.column}, "
+            f"to_tsquery('{self.config}', :t{i})) AS f{i}" for i in range(len(self.terms)))
+        norm = (f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(n.{self.column}) / "
+                f"{max(self.mean_length, 1.0)!r})")
+        score = " + ".join(f"{w!r} * f{i} * {BM25_K1 + 1} / (f{i} + k)"
+                           for i, w in enumerate(self.weights))
+        params = self.params | {f"t{i}": t for i, t in enumerate(self.terms)}
+        result = await session.execute(text(
+            f"SELECT nid, {score} AS s FROM (SELECT n.nid, {norm} AS k, {counts} "
+            f"FROM index_notes n WHERE {self.where}) m ORDER BY s DESC, nid LIMIT {int(depth)}"),
+            params)
+        return [(r[0], float(r[1])) for r in result]
 
     async def by_rarity(self, session: AsyncSession, terms: Sequence[str],
                         found: Sequence[int]) -> _Query:
-        """This any-word query, ranked with each word weighted by bm25's idf: how many of
-        the `found` notes have it, against the vault's size (the planner's estimate)."""
+        """This any-word query, ranked by bm25: each word weighted by its idf (how many of
+        the `found` notes have it, against the vault's size, the planner's estimate), each
+        note's length against the mean of `found`."""
         counts = ", ".join(f"count(*) FILTER (WHERE n.{self.column} @@ to_tsquery("
                            f"'{self.config}', :t{i}))" for i in range(len(terms)))
         row = (await session.execute(
-            text(f"SELECT {counts} FROM index_notes n WHERE n.nid IN :ids")
-            .bindparams(bindparam("ids", expanding=True)),
+            text(f"SELECT avg(length(n.{self.column})), {counts} FROM index_notes n "
+                 "WHERE n.nid IN :ids").bindparams(bindparam("ids", expanding=True)),
             {"ids": list(found), **{f"t{i}": t for i, t in enumerate(terms)}})).one()
         size = max(await _planned_rows(session, "SELECT 1 FROM index_notes WHERE vault = :v",
                                        {"v": self.key}), len(found))
-        weights = tuple(math.log(1 + (size - df + 0.5) / (df + 0.5)) for df in row)
-        return replace(self, terms=tuple(terms), weights=weights)
+        weights = tuple(math.log(1 + (size - df + 0.5) / (df + 0.5)) for df in row[1:])
+        return replace(self, terms=tuple(terms), weights=weights,
+                       mean_length=float(row[0] or 1.0))
 
 
 async def _planned_rows(session: AsyncSession, sql: str, params: dict[str, Any]) -> int:
@@ -166,7 +178,7 @@ async def _any(session: AsyncSession, query: _Query, terms: list[str],
                depth: int) -> WordHits:
     """Any of `terms`: when few notes match, each word's rank weighed by its rarity."""
     found = await query.first(session, RANK_ALL_LIMIT + 1)
-    if len(terms) > 1 and 0 < len(found) <= RANK_ALL_LIMIT:
+    if 0 < len(found) <= RANK_ALL_LIMIT:
         query = await query.by_rarity(session, terms, found)
     return await _ranked_hits(session, query, found, depth)
 

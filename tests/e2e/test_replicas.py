@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -41,6 +42,12 @@ MODEL_DELAY = 0.3  # seconds per model call
 # replica on a loaded machine (suites in parallel on 2 cores) still renews in time: with 3 s,
 # a live replica lost a lease at load 7 (renewals every 1 s fell behind).
 LEASE = 8
+# The kill may land in the middle of a history commit: its lock file then stays until it is a
+# minute old (docs/reliability.md, "A stale lock is cleared"), and a survivor's changes meanwhile are kept and
+# recorded late, which it says once. Anything else in a log fails the test.
+KILLED_IN_A_COMMIT = re.compile(
+    r" WARNING storage\.history\.history: history of \w+ cannot be written: a file cannot be "
+    r"written \(File exists\); the change is kept and recorded once it can be$")
 PACE = 1.2  # seconds between two messages of a thread (the next is often sent before the
 # previous one was answered, so turns queue in their lane)
 
@@ -159,7 +166,9 @@ async def test_replicas_share_the_work_and_lose_none_when_one_dies(tmp_path: Pat
         codes = [await rs.stop(r) for r in replicas if r is not victim]
         assert codes == [0] * (REPLICAS - 1)
         for replica in replicas:  # no error, no traceback, no lease lost by a live replica
-            assert replica.log_text() == "", f"{replica.name}: {replica.log_text()[-3000:]}"
+            left = [line for line in replica.log_text().splitlines()
+                    if not KILLED_IN_A_COMMIT.search(line)]
+            assert left == [], f"{replica.name}: {replica.log_text()[-3000:]}"
 
         # Filed once: each DM's text is in exactly one note of the shared vault.
         vault = tmp_path / "data" / "vaults" / USER

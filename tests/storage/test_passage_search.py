@@ -172,3 +172,24 @@ async def test_an_edit_embeds_only_the_passages_it_changed(tmp_path: Path) -> No
         assert "three hundred" in (hit.passage or {}).get("text", "")
     finally:
         await store.db.close()
+
+
+async def test_a_rare_word_said_once_outranks_a_name_said_many_times(tmp_path: Path) -> None:
+    """bm25 on both databases: a word's repeats saturate and a rare word weighs most, so the
+    chat that mentions "De Kade" once comes before the logs that say "Tobias" a hundred times.
+    (PostgreSQL's ts_rank_cd alone counts every repeat in full: the logs came first.)"""
+    root = tmp_path / "vault"
+    write_note(root, "people/chat-with-tobias.md", _chat("2025-04-13T21:15:00+00:00").replace(
+        "Talk tomorrow!", "Tobias got the old bakery from De Kade for one symbolic euro."))
+    for i in range(4):
+        calls = " ".join(f"Tobias called about the van, day {d}." for d in range(100))
+        write_note(root, f"admin/calls-{i}.md",
+                   f"---\nname: Calls log {i}\ncategory: admin\n---\n{calls}\n")
+    db = await Database.open(fresh_url(tmp_path))
+    store = Store(Vault(root), db)
+    try:
+        await store.refresh()
+        found = await store.search("What did Tobias get from De Kade?", limit=5)
+        assert [e.path for e in found.entries][:1] == ["people/chat-with-tobias.md"]
+    finally:
+        await db.close()
