@@ -187,8 +187,10 @@ async def test_a_replica_stalled_past_its_leases_files_and_answers_nothing_twice
     _signal_all(victim, signal.SIGSTOP)
     try:
         llm.release()  # the frozen replica's answers wait in its sockets
-        # The other replica takes the frozen one's jobs when their leases (8 s) run out.
-        await fake.wait_for("chat.postMessage", 8, timeout=120)
+        # The other replica takes the frozen one's jobs when their leases (8 s) run out; rows
+        # a frozen transaction of the victim locked are freed by the server after
+        # IDLE_TRANSACTION_SECONDS (60 s), its vault lock after ORPHAN_SECONDS (60 s).
+        await fake.wait_for("chat.postMessage", 8, timeout=240)
         await rs.idle([other], timeout=120)
     finally:
         _signal_all(victim, signal.SIGCONT)
