@@ -126,18 +126,6 @@ def _upgrade(connection: Connection) -> None:
 # Connections of a server database kept for recording incoming work (and as many again at a
 # peak); the journal's group commit makes a burst a few statements (bot/jobs/queue.py).
 INTAKE_POOL = 2
-# A transaction left idle this long is ended by PostgreSQL, and its locks with it: a machine
-# that froze (or vanished without closing its connections) in the middle of one must not hold
-# rows others need (a claim's job rows, a vault's head) until it thaws. Ours are short: none
-# waits on a model or an embedding inside a transaction.
-IDLE_TRANSACTION_SECONDS = 60
-
-
-def _server_options(url: str) -> dict[str, Any]:
-    if not url.startswith("postgresql+asyncpg"):
-        return {}
-    return {"connect_args": {"server_settings": {
-        "idle_in_transaction_session_timeout": str(IDLE_TRANSACTION_SECONDS * 1000)}}}
 
 
 class Database:
@@ -146,8 +134,7 @@ class Database:
     def __init__(self, url: str, engine: AsyncEngine, *, log_content: bool = False) -> None:
         self.url = url
         self.engine = engine
-        self._options: dict[str, Any] = {"hide_parameters": not log_content,
-                                         **_server_options(url)}
+        self._options: dict[str, Any] = {"hide_parameters": not log_content}
         file = _sqlite_file(url)
         # Which file was opened: one deleted or replaced while serving is found (`writable`).
         self._identity = _identity(file) if file is not None else None
@@ -164,7 +151,7 @@ class Database:
         file = _sqlite_file(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
-        kwargs: dict[str, Any] = {"hide_parameters": not log_content, **_server_options(url)}
+        kwargs: dict[str, Any] = {"hide_parameters": not log_content}
         if file is not None:
             # One connection per process: SQLite lets one writer at a time, and writers of one
             # process that wait on each other inside SQLite sleep in its busy handler (1, 2, 5,

