@@ -75,8 +75,7 @@ class Home:
                                                 datetime.now(UTC) + timedelta(days=1),
                                                 limit=MAX_CAPTURES)
             found = await q.notes_by_ids(s, vault, [c.entry_id for c in captures])
-            digests = tuple(x for x in await repositories.list_subscriptions(s)
-                            if x.user_id == user_id)
+            digests = tuple(await repositories.list_subscriptions(s, user_id))
         due.sort(key=lambda r: (r.due_date or "", r.name))
         available = available_configs(self.core.settings)
         changes = tuple(c for c in await store.changes(limit=MAX_CHANGES * 3)

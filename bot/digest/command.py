@@ -136,7 +136,7 @@ async def apply(db: Database, user_id: str, req: DigestRequest, *, channel: str 
         return f"Scheduled {what} turned off." if gone else f"You had no scheduled {what}."
     if req.action == "status":
         async with db.session() as s:
-            mine = [x for x in await repositories.list_subscriptions(s) if x.user_id == user_id]
+            mine = await repositories.list_subscriptions(s, user_id)
         if not mine:
             return "No scheduled digests. Try `/digest subscribe daily 08:00`."
         return "Scheduled: " + "; ".join(describe(x) for x in mine) + "."

@@ -100,9 +100,12 @@ class VaultState:
 
 
 async def vault_state(session: AsyncSession, key: str) -> VaultState:
-    """The vault's generations, and whether it is the only vault in the index."""
+    """The vault's generations, and whether it is the only vault in the index (its own row
+    and at most one other: two primary-key probes, whatever the number of vaults)."""
     rows = (await session.execute(text(
-        "SELECT vault, generation, vector_generation FROM index_vaults"))).all()
+        "SELECT vault, generation, vector_generation FROM index_vaults WHERE vault = :v "
+        "UNION ALL SELECT * FROM (SELECT vault, 0, 0 FROM index_vaults WHERE vault <> :v "
+        "LIMIT 1) AS other"), {"v": key})).all()
     mine = [(int(g), int(vg)) for v, g, vg in rows if v == key]
     generation, vectors = mine[0] if mine else (0, 0)
     return VaultState(generation, vectors, len(rows) == len(mine))

@@ -96,9 +96,14 @@ async def delete_subscriptions(s: AsyncSession, user_id: str, kind: str | None =
     return rowcount(result)
 
 
-async def list_subscriptions(s: AsyncSession) -> list[SubscriptionRow]:
-    rows = await s.scalars(select(DigestSubscription).order_by(DigestSubscription.id))
-    return [_subscription(d) for d in rows]
+async def list_subscriptions(s: AsyncSession, user_id: str | None = None,
+                             ) -> list[SubscriptionRow]:
+    """Everyone's subscriptions (the scheduler), or one person's (App Home, `/digest status`:
+    an index probe, never a read of everyone's rows)."""
+    query = select(DigestSubscription).order_by(DigestSubscription.id)
+    if user_id is not None:
+        query = query.where(DigestSubscription.user_id == user_id)
+    return [_subscription(d) for d in await s.scalars(query)]
 
 
 async def mark_sent(s: AsyncSession, sub_id: int, sent_at: datetime) -> None:

@@ -258,3 +258,6 @@ async def test_off_and_status(db: Database) -> None:
     assert "turned off" in await digest_command(db, "U1", "unsubscribe", channel=None, tz="UTC")
     async with db.session() as s:
         assert [x.user_id for x in await repositories.list_subscriptions(s)] == ["U2"]
+        assert await repositories.list_subscriptions(s, "U1") == []
+    status = await digest_command(db, "U2", "status", channel=None, tz="UTC")
+    assert status == "Scheduled: daily at 08:00 (UTC)."  # U2's own, not U1's weekly
