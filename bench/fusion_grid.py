@@ -86,17 +86,13 @@ def recording(into: Signals) -> Iterator[None]:
         into.update(word_order=list(words), fuzzy=dict(names))
         return real["order"](scores, words, names)
 
-    for name, step in zip(STEPS, (weak, words, meaning, fuse, boost, order), strict=True):
-        setattr(fusion, name, step)
-    try:
+    with patched(dict(zip(STEPS, (weak, words, meaning, fuse, boost, order), strict=True))):
         yield
-    finally:
-        for name, step in real.items():
-            setattr(fusion, name, step)
 
 
 @contextlib.contextmanager
-def constants(setting: dict[str, float]) -> Iterator[None]:
+def patched(setting: dict[str, Any]) -> Iterator[None]:
+    """fusion's names (constants or steps) set to these values for the block, then put back."""
     before = {name: getattr(fusion, name) for name in setting}
     for name, value in setting.items():
         setattr(fusion, name, value)
@@ -199,7 +195,7 @@ def main() -> None:
     rows = []
     for values in itertools.product(*GRID.values()):
         setting = dict(zip(GRID, values, strict=True))
-        with constants(setting):
+        with patched(setting):
             rows.append((setting, {name: recall(cases) for name, cases in sets.items()}))
     shipped = {name: recall(cases) for name, cases in sets.items()}
 
