@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from storage.processes import application_name
 from storage.urls import async_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -128,13 +129,23 @@ def _upgrade(connection: Connection) -> None:
 INTAKE_POOL = 2
 
 
+def _connect_options(url: str) -> dict[str, Any]:
+    """Every PostgreSQL connection names its process (`application_name`): a worker taking over
+    a stalled process's job ends that process's open transactions by it
+    (storage/repositories/fencing.py)."""
+    if not url.startswith("postgresql+asyncpg"):
+        return {}
+    return {"connect_args": {"server_settings": {"application_name": application_name()}}}
+
+
 class Database:
     """The shared database. `async with db.session() as s:`; the caller commits."""
 
     def __init__(self, url: str, engine: AsyncEngine, *, log_content: bool = False) -> None:
         self.url = url
         self.engine = engine
-        self._options: dict[str, Any] = {"hide_parameters": not log_content}
+        self._options: dict[str, Any] = {"hide_parameters": not log_content,
+                                         **_connect_options(url)}
         file = _sqlite_file(url)
         # Which file was opened: one deleted or replaced while serving is found (`writable`).
         self._identity = _identity(file) if file is not None else None
@@ -151,7 +162,7 @@ class Database:
         file = _sqlite_file(url)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
-        kwargs: dict[str, Any] = {"hide_parameters": not log_content}
+        kwargs: dict[str, Any] = {"hide_parameters": not log_content, **_connect_options(url)}
         if file is not None:
             # One connection per process: SQLite lets one writer at a time, and writers of one
             # process that wait on each other inside SQLite sleep in its busy handler (1, 2, 5,

@@ -11,47 +11,17 @@ machine) or of an unknown shape is never judged: its lease decides, as before.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import os
 import secrets
-import socket
-from pathlib import Path
 
-PROC = Path("/proc")
+from storage.processes import place, process_name, start_of
 
-
-def _start_of(pid: int) -> str | None:
-    """The process's start time (clock ticks since boot), or None when there is no such
-    process, or only its exit status waits for its parent (a zombie), or no /proc to ask."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    # Fields after the command's closing parenthesis (the command may hold spaces): the
-    # 22nd field of the line, starttime, is the 20th of them.
-    fields = stat[stat.rfind(")") + 2:].split()
-    if len(fields) <= 19 or fields[0] in ("Z", "X"):
-        return None
-    return fields[19]
-
-
-@functools.cache
-def place() -> str | None:
-    """This process's place: a hash of the boot id and the pid namespace (None off Linux)."""
-    try:
-        boot = (PROC / "sys/kernel/random/boot_id").read_text().strip()
-        namespace = os.stat(PROC / "self/ns/pid").st_ino
-    except OSError:
-        return None
-    return hashlib.sha256(f"{boot}:{namespace}".encode()).hexdigest()[:8]
+__all__ = ["dead", "owner_id", "place", "start_of"]
 
 
 def owner_id() -> str:
     """A new owner name for a worker of this process (fits the jobs table's 64 characters)."""
-    pid = os.getpid()
-    return (f"{socket.gethostname()[:20]}:{pid}:{place() or '-'}.{_start_of(pid) or '-'}."
-            f"{secrets.token_hex(3)}")
+    return f"{process_name()}.{secrets.token_hex(3)}"
+
 
 
 def dead(owner: str) -> bool:
@@ -63,4 +33,4 @@ def dead(owner: str) -> bool:
     here = place()
     if len(found) != 3 or here is None or found[0] != here or found[1] == "-":
         return False
-    return _start_of(int(parts[1])) != found[1]
+    return start_of(int(parts[1])) != found[1]

@@ -276,7 +276,7 @@ class Worker:
         else:  # again after a pause, here or in another process
             self._ending.add(job.id)
             step = min(job.attempts, len(self.retry_delays)) - 1
-            await self._recorded(job.id, lambda: self.queue.retry_later(
+            await self._send_back(job.id, lambda: self.queue.retry_later(
                 self.owner, job.id, self.retry_delays[max(step, 0)], reason))
 
     async def _wait_for_storage(self, ctx: JobContext, reason: str, *,
@@ -298,9 +298,16 @@ class Worker:
         delay = self.storage_delays[min(waits, len(self.storage_delays) - 1)]
         self._ending.add(ctx.job.id)
         result = {**ctx.noted, "storage_waits": waits + 1, "storage_told": told}
-        await self._recorded(ctx.job.id, lambda: self.queue.retry_later(
+        await self._send_back(ctx.job.id, lambda: self.queue.retry_later(
             self.owner, ctx.job.id, delay, f"storage: {reason}"[:500], counted=False,
             result=result))
+
+    async def _send_back(self, job_id: int, write: Callable[[], Awaitable[bool]]) -> None:
+        """Give the job back to the journal (`write`), unless another worker has it by now
+        (this one stalled past its lease): then it is theirs, and the log says so."""
+        if not await self._recorded(job_id, write):
+            log.warning("job %s: taken over by another worker (this one's lease ran out); "
+                        "stopped here", job_id)
 
     async def _give_up(self, ctx: JobContext, reason: str) -> None:
         log.error("job %s (%s) failed for good: %s", ctx.job.id, ctx.job.kind, reason)

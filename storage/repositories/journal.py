@@ -46,6 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.errors import InvalidValue
 from storage.models import Job, utcnow
 from storage.repositories.common import dialect_insert
+from storage.repositories.fencing import end_transactions_of
 from storage.repositories.shares import OPEN_STATES, Shares, claimable, fair_order
 from storage.text import clean_value
 
@@ -171,21 +172,20 @@ _CLAIMABLE = claimable(Job, _NOW)
 @functools.lru_cache(maxsize=64)
 def _picked(dialect: str, limit: int, shares: Shares | None,
             kinds: tuple[str, ...] | None) -> Any:
-    """The ids a claim takes, as a subquery (built once per shape: building it costs more
-    than running it)."""
+    """What a claim takes (built once per shape: building it costs more than running it): on
+    PostgreSQL a CTE of (id, was: the lease owner it had), elsewhere a subquery of ids."""
     fair = fair_order(dialect, limit, shares, _NOW, _SINCE, kinds)
     if dialect == "postgresql":
         # Window functions cannot be locked: lock the picked rows of `jobs` themselves. As a
         # materialized CTE: a plain `IN (... LIMIT n FOR UPDATE SKIP LOCKED)` may be run again
         # for the rows the UPDATE scans, each run skipping the rows the last one locked, and
         # a claim of 2 took 4 jobs (past a person's share, out of turn).
-        locked = (select(Job.id).join(fair, fair.c.id == Job.id).where(_CLAIMABLE)
-                  .order_by(fair.c.turn, Job.id).limit(limit)
-                  .with_for_update(of=Job, skip_locked=True)
-                  .cte("picked").prefix_with("MATERIALIZED"))
-        picked = select(locked.c.id)
-    else:
-        picked = select(fair.c.id).order_by(fair.c.turn, fair.c.id).limit(limit)
+        return (select(Job.id, Job.lease_owner.label("was"))
+                .join(fair, fair.c.id == Job.id).where(_CLAIMABLE)
+                .order_by(fair.c.turn, Job.id).limit(limit)
+                .with_for_update(of=Job, skip_locked=True)
+                .cte("picked").prefix_with("MATERIALIZED"))
+    picked = select(fair.c.id).order_by(fair.c.turn, fair.c.id).limit(limit)
     return picked.correlate(None).scalar_subquery()
 
 
@@ -196,23 +196,29 @@ async def claim(s: AsyncSession, owner: str, *, limit: int, lease: timedelta,
     the people the jobs are for, each person's in the order recorded, within `shares`' limits
     (storage/repositories/shares.py); oldest first without them.
 
-    One `UPDATE ... WHERE id IN (picked) RETURNING`: on SQLite the statement runs under the
+    One `UPDATE ... RETURNING` of the picked rows: on SQLite the statement runs under the
     database's write lock, on PostgreSQL the picked rows are locked `FOR UPDATE SKIP LOCKED`
-    (rows another replica is claiming are skipped, not waited for) and re-checked."""
+    (rows another replica is claiming are skipped, not waited for) and re-checked, and a job
+    taken over from a stalled process ends that process's open transactions (fencing.py)."""
     if limit <= 0:
         return []
     now = await clock(s)
     dialect = s.get_bind().dialect.name
-    # PostgreSQL re-checks the locked rows; SQLite picks them in this very statement, under
-    # its write lock (and a second check there made it scan every waiting job).
-    again = [_CLAIMABLE] if dialect == "postgresql" else []
+    picked = _picked(dialect, limit, shares, kinds)
     window = shares.window if shares is not None else timedelta(0)
-    rows = await s.scalars(
-        update(Job).where(Job.id.in_(_picked(dialect, limit, shares, kinds)), *again)
-        .values(state="running", lease_owner=owner, lease_until=now + lease,
-                attempts=Job.attempts + 1, updated_at=now)
-        .returning(Job).execution_options(synchronize_session=False, populate_existing=True),
-        {"now": now, "since": now - window})
+    params = {"now": now, "since": now - window}
+    claimed = (update(Job).values(state="running", lease_owner=owner, lease_until=now + lease,
+                                  attempts=Job.attempts + 1, updated_at=now)
+               .execution_options(synchronize_session=False, populate_existing=True))
+    # SQLite picks the rows in this very statement, under its write lock (and a second check
+    # there made it scan every waiting job); PostgreSQL re-checks the rows it locked.
+    if dialect != "postgresql":
+        rows = list(await s.scalars(claimed.where(Job.id.in_(picked)).returning(Job), params))
+    else:  # and a job taken over from another process fences that process
+        found = (await s.execute(claimed.where(Job.id == picked.c.id, _CLAIMABLE)
+                                 .returning(Job, picked.c.was), params)).all()
+        rows = [job for job, _was in found]
+        await end_transactions_of(s, [was for _job, was in found if was], owner)
     return sorted((_row(j) for j in rows), key=lambda r: r.id)
 
 

@@ -12,7 +12,7 @@ from bot.jobs import owners
 
 def _owner_of(pid: int) -> str:
     """The owner name a worker in process `pid` of this machine would have."""
-    start = owners._start_of(pid)
+    start = owners.start_of(pid)
     assert start is not None
     return f"host:{pid}:{owners.place()}.{start}.abc123"
 
@@ -33,7 +33,7 @@ def test_a_live_process_is_alive_and_a_killed_one_is_dead() -> None:
 def test_a_killed_child_not_yet_reaped_is_dead() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     owner = _owner_of(child.pid)
-    while owners._start_of(child.pid) is not None:  # exits; a zombie until waited for
+    while owners.start_of(child.pid) is not None:  # exits; a zombie until waited for
         time.sleep(0.01)
     assert owners.dead(owner)
     child.wait()

@@ -90,3 +90,28 @@ async def test_an_effect_after_the_takeover_is_refused(queue: JobQueue) -> None:
     assert seen == ["lease lost"]
     assert job is not None and job.result == {"reply_posting": True}  # not the late effect
     assert job.state == "running" and job.attempts == 1  # not retried, not finished here
+
+
+async def test_a_failure_after_the_takeover_leaves_the_job_to_its_new_worker(
+        queue: JobQueue, caplog: pytest.LogCaptureFixture) -> None:
+    """A stalled run that fails once thawed (its connections ended by the worker that took
+    the job over) gives nothing back to the journal, and its log says why."""
+    job_id, _ = await queue.record(key="k3", kind="turn", user_id="U1", lane="l3", payload={})
+    failed = asyncio.Event()
+
+    async def handler(ctx: JobContext) -> None:
+        await _take_over(queue, job_id)
+        failed.set()
+        raise RuntimeError("the connection was closed")
+
+    worker = Worker(queue, {"turn": handler}, poll=0.05)
+    worker.start()
+    try:
+        await asyncio.wait_for(failed.wait(), 5)
+        while worker.busy:
+            await asyncio.sleep(0.02)
+    finally:
+        await worker.stop(drain_timeout=1)
+    job = await queue.get(job_id)
+    assert job is not None and job.state == "running" and job.lease_owner == "elsewhere:1:x"
+    assert f"job {job_id}: taken over by another worker" in caplog.text

@@ -3,12 +3,18 @@ machine for the CLI, each with a data directory, a vault root and a temp directo
 sharing nothing but PostgreSQL (`BRAIN_STORE=database`). A burst of DMs spread over both
 replicas is listed, searched, shown and undone from the third machine; a replica killed with
 SIGKILL in the middle of its captures leaves every acknowledged DM filed once, seen from the
-third machine, and no note half sent."""
+third machine, and no note half sent; a replica stalled past its leases (SIGSTOP, then SIGCONT
+once the other replica has done its work) files nothing a second time and answers nothing
+twice."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import re
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,6 +25,7 @@ from tests.brain_cli import Result, run_process
 from tests.databases import postgres_url
 from tests.e2e import replicas as rs
 from tests.e2e.fake_slack import FakeSlack
+from tests.e2e.processes import children
 from tests.e2e.slack_harness import SECRET, USER, message_event
 from tests.e2e.test_slack_serve import clean_env, fake
 from tests.shared import ids_on_disk, patience
@@ -149,3 +156,59 @@ async def test_a_replica_killed_mid_burst_leaves_every_acked_dm_filed_once(
             e["name"] for e in entries))
     on_disk = ids_on_disk(tmp_path / "three" / "data" / "vaults" / USER)
     assert len(on_disk) == 16 and all(len(paths) == 1 for paths in on_disk.values()), on_disk
+
+
+def _signal_all(replica: rs.Replica, sig: signal.Signals) -> None:
+    """`sig` to the replica and its `--workers` helpers, as a machine that freezes or thaws."""
+    for pid in (replica.pid, *children(replica.pid)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _stopped_jobs(log: str) -> set[str]:
+    """The jobs a worker's log says it stopped because another worker had taken them."""
+    return set(re.findall(r"job (\S+): (?:lease lost|taken over by another worker)", log))
+
+
+async def test_a_replica_stalled_past_its_leases_files_and_answers_nothing_twice(
+        fake: FakeSlack, llm: FakeLLMServer, two_replicas: tuple[list[rs.Replica], str],
+        tmp_path: Path) -> None:
+    replicas, url = two_replicas
+    victim, other = replicas
+    llm.hold()  # the turns wait for the model: the freeze comes in the middle of them
+    lb = rs.LoadBalancer(replicas)
+    for i in range(8):
+        await lb.deliver(message_event(_thought(i), ts=f"17677{i:03d}00.000100",
+                                       event_id=f"EvDS{i:04d}"))
+    deadline = asyncio.get_running_loop().time() + patience(30)
+    while not (stalled := await rs.running_jobs_of(url, victim)):
+        assert asyncio.get_running_loop().time() < deadline, "the victim took no turn"
+        await asyncio.sleep(0.05)
+    _signal_all(victim, signal.SIGSTOP)
+    try:
+        llm.release()  # the frozen replica's answers wait in its sockets
+        # The other replica takes the frozen one's jobs when their leases (8 s) run out, and
+        # ends the transactions the victim froze in (a conversation's new row, frozen between
+        # two statements, held its key against the same turn run again: 2 DMs of 8 waited
+        # for the thaw before; storage/repositories/fencing.py).
+        await fake.wait_for("chat.postMessage", 8, timeout=240)
+        await rs.idle([other], timeout=120)
+    finally:
+        _signal_all(victim, signal.SIGCONT)
+    # Thawed, the victim reads its model's answers, then learns its leases are gone.
+    deadline = asyncio.get_running_loop().time() + patience(60)
+    while len(_stopped_jobs(victim.log_text())) < stalled:
+        assert asyncio.get_running_loop().time() < deadline, victim.log_text()[-3000:]
+        await asyncio.sleep(0.1)
+    await rs.wait_healthy(victim)  # it serves on, and its own work is over
+    await rs.idle(replicas)
+    threads = sorted(str(c.body.get("thread_ts")) for c in fake.calls_to("chat.postMessage"))
+    assert threads == [f"17677{i:03d}00.000100" for i in range(8)]  # each answered once
+    listed = third(tmp_path, url, "list", "--user", USER, "--json", "--limit", "50")
+    assert listed.code == 0, listed.err
+    entries = json.loads(listed.out)["entries"]
+    for i in range(8):  # each filed once
+        assert sum(f"{i:02d}" in e["name"] for e in entries) == 1, (i, sorted(
+            e["name"] for e in entries))
+    on_disk = ids_on_disk(tmp_path / "three" / "data" / "vaults" / USER)
+    assert len(on_disk) == 8 and all(len(paths) == 1 for paths in on_disk.values()), on_disk

@@ -1,0 +1,53 @@
+"""Fencing a process that stalled past its leases, in the database itself.
+
+A lease fences a stalled worker's effects (storage/repositories/journal.py), but not its open
+transactions: a replica frozen (SIGSTOP, a VM paused, a swap storm) in the middle of one keeps
+its row and advisory locks, and the worker that takes its job over waits on them until it
+thaws. PostgreSQL's `idle_in_transaction_session_timeout` does not end them: a connection can
+be frozen in the middle of the extended protocol (a statement parsed, not yet run), which the
+server counts as active. So the worker that takes a job over ends the previous owner's open
+transactions itself: every connection names its process (`application_name`,
+storage/processes.py), and `pg_terminate_backend` ends those of the stalled process that are
+in a transaction. Its locks go with them; when it thaws, its statements fail, its leases are
+gone, and it writes nothing (bot/jobs/worker.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.processes import application_name, process_of
+
+log = logging.getLogger(__name__)
+
+_END = text(
+    "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND application_name = ANY(:names) "
+    "AND xact_start IS NOT NULL AND pid <> pg_backend_pid()")
+
+
+async def end_transactions_of(s: AsyncSession, owners: Iterable[str], taker: str) -> int:
+    """End the open transactions of the processes behind lease `owners` whose jobs `taker`
+    took over (never `taker`'s own process's); how many were ended. PostgreSQL only; a role
+    that may not end them gets a warning, and the claim stands."""
+    mine = process_of(taker)
+    names = sorted({application_name(p) for p in map(process_of, owners) if p != mine})
+    if not names or s.get_bind().dialect.name != "postgresql":
+        return 0
+    try:
+        async with s.begin_nested():
+            ended = [pid for pid, done in (await s.execute(_END, {"names": names})).all()
+                     if done]
+    except DBAPIError as exc:  # not allowed to (another role's connections)
+        log.warning("could not end the open transactions of %s, whose jobs were taken over: "
+                    "%s", ", ".join(names), str(exc.orig).splitlines()[0])
+        return 0
+    if ended:  # the thawed process's own log says what it lost; a dead one's left nothing
+        log.info("ended %d open transaction(s) of %s, stalled past its leases (its jobs "
+                    "were taken over)", len(ended), ", ".join(names))
+    return len(ended)
