@@ -12,6 +12,7 @@ Phases:
 1. burst: N DMs in N threads sent at once; ack latency of each request (HTTP round trip);
    time until all N answers are posted (with a 2 s LLM that should be ~2 s, not N x 2 s).
 2. ack under load: another N events sent while phase-1-like turns are waiting on the LLM.
+   Then 50 scrapes of GET /metrics, one after another (the cost of Prometheus' look).
 3. own time: sequential turns with an instant LLM = the bot's time per turn without the LLM
    (signature check, dedupe claim, DB writes, vault file, card building, Web API calls).
 """
@@ -134,6 +135,14 @@ class Rig:
             assert r.status == 200, r.status
         return (time.perf_counter() - start) * 1000
 
+    async def scrape(self) -> tuple[float, int]:
+        """One GET /metrics: (ms, bytes)."""
+        start = time.perf_counter()
+        async with self.session.get(f"{self.base}/metrics") as r:
+            body = await r.read()
+            assert r.status == 200, r.status
+        return (time.perf_counter() - start) * 1000, len(body)
+
     async def burst(self, n: int) -> list[float]:
         return list(await asyncio.gather(*(self.send(self.event()) for _ in range(n))))
 
@@ -177,10 +186,15 @@ async def run(events: int, delay: float, sequential: int, meaning: bool = True,
             llm_calls = len(rig.llm.requests) - llm_before
             server = await rig.health()
             out["burst"] = {"ack_p50_ms": pct(acks, 50), "ack_p99_ms": pct(acks, 99),
-                            "ack_max_ms": max(acks), "server_ack_p50_ms": server["ack_ms_p50"],
-                            "server_ack_p99_ms": server["ack_ms_p99"],
+                            "ack_max_ms": max(acks), "server_ack_p50_ms": server.get("ack_ms_p50", float("nan")),
+                            # (with --workers: the figures of whichever process answered)
+                            "server_ack_p99_ms": server.get("ack_ms_p99", float("nan")),
                             "all_answered_s": wall, "llm_calls": llm_calls,
                             "serial_would_take_s": llm_calls * delay}
+            scrapes = [await rig.scrape() for _ in range(50)]  # after the burst's figures
+            out["metrics"] = {"p50_ms": pct([ms for ms, _ in scrapes], 50),
+                              "p95_ms": pct([ms for ms, _ in scrapes], 95),
+                              "bytes": scrapes[-1][1]}
         async with make("b", delay) as rig:
             # ack latency while a full burst of turns is in flight
             await warm_up(rig)
@@ -221,6 +235,8 @@ def report(r: dict[str, Any]) -> str:
         f"ack latency with {u['turns_in_flight']} turns waiting on the LLM",
         f"                   p50 {u['ack_p50_ms']:.1f} ms  p99 {u['ack_p99_ms']:.1f} ms  "
         f"max {u['ack_max_ms']:.1f} ms",
+        f"GET /metrics after it  p50 {r['metrics']['p50_ms']:.1f} ms  p95 "
+        f"{r['metrics']['p95_ms']:.1f} ms  ({r['metrics']['bytes']} bytes)",
         f"bot's own time per turn (instant LLM, {o['turns']} sequential turns)",
         f"                   p50 {o['p50_ms']:.1f} ms  p90 {o['p90_ms']:.1f} ms  "
         f"max {o['max_ms']:.1f} ms",

@@ -198,6 +198,11 @@ class JobQueue:
         async with self.db.session() as s:
             return await journal.open_counts(s)
 
+    async def counts_by_kind(self) -> dict[tuple[str, str], int]:
+        """Jobs pending and running, by (kind, state) (/metrics)."""
+        async with self.db.session() as s:
+            return await journal.open_by_kind(s)
+
     async def prune(self, memory: timedelta = JOB_MEMORY) -> int:
         async with self.db.session() as s:
             n = await journal.prune(s, datetime.now(UTC) - memory)

@@ -23,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from bot import metrics
 from bot.jobs import owners
 from bot.jobs.queue import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
 from storage.errors import unreachable, unwritable
@@ -208,7 +210,10 @@ class Worker:
             handler = await self._startable(ctx)
             if handler is None:
                 return
-            if not await self._attempt(ctx, handler):
+            started = time.perf_counter()
+            finished = await self._attempt(ctx, handler)
+            metrics.job_ran(job.kind, finished, time.perf_counter() - started)
+            if not finished:
                 return
             if await self._end(job, "done", result=ctx.noted or None):
                 self.done += 1

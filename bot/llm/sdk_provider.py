@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from dataclasses import replace as replaced
 from types import ModuleType
 from typing import Any, ClassVar
 
+from bot import metrics
 from bot.llm import repair
 from bot.llm.dialects import DIALECTS, Dialect, StructuredMode, context_last, dialect_for
 from bot.llm.errors import map_sdk_error
@@ -246,12 +248,16 @@ class SDKProvider(ABC):
                 extra[key] = body.pop(key)
                 if key in self._placeholders:
                     body[key] = self._placeholders[key]
+        started = time.perf_counter()
         try:
             response = await self.send(body, extra or None)
         except self.sdk_error as exc:
-            raise map_sdk_error(self.sdk, self.label, exc) from exc
+            error = map_sdk_error(self.sdk, self.label, exc)
+            metrics.llm_answered(self.label, time.perf_counter() - started, error.kind)
+            raise error from exc
         except ValueError as exc:  # client-side checks, e.g. Anthropic's "Streaming is required"
             raise BadRequest(f"{self.label} request not sent: {exc}") from exc
+        metrics.llm_answered(self.label, time.perf_counter() - started)
         offered, choice = requested_tools(tools, tool_choice, options,
                                           self.config.default_tool_name)
         return self.finish(self.read(response), options,

@@ -25,6 +25,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import metrics
 from bot.brain import Brain
 from bot.config import Settings
 from bot.digest import DigestScheduler
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
 
 
 class _NoTokenSkippedWarning(logging.Filter):
@@ -208,12 +210,13 @@ class SlackBot:
     # -- HTTP ---------------------------------------------------------------------------------
 
     def web_app(self) -> web.Application:
-        """POST /slack/events (events, interactivity, commands), GET /health, and each
+        """POST /slack/events (events, interactivity, commands), GET /health and /metrics, and each
         person's git remote under /git/ (bot/sync/); with many workspaces also GET
         /slack/install and /slack/oauth_redirect."""
         webapp = web.Application()
         webapp.add_routes([web.post(EVENTS_PATH, self._handle_slack),
-                           web.get(HEALTH_PATH, self.health), *self.git.routes()])
+                           web.get(HEALTH_PATH, self.health),
+                           web.get(METRICS_PATH, self.metrics), *self.git.routes()])
         if self.installs is not None:
             webapp.add_routes([web.get(INSTALL_PATH, self._install_page),
                                web.get(REDIRECT_PATH, self._oauth_redirect)])
@@ -297,3 +300,13 @@ class SlackBot:
         if storage:
             body.update(ok=False, storage=storage, error="; ".join(storage.values()))
         return web.json_response(body, status=200 if body["ok"] else 503)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        """Prometheus figures (bot/metrics.py); 503 when the database does not answer."""
+        try:
+            jobs = await self.brain.jobs.counts_by_kind()
+        except Exception as exc:
+            log.warning("metrics: the database does not answer: %s", exc)
+            return web.Response(status=503, text="database unavailable\n")
+        body = await asyncio.to_thread(metrics.exposition, jobs)  # reads every process's file
+        return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})

@@ -20,8 +20,9 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot import metrics
 from bot.config import Settings
-from bot.slack.app import EVENTS_PATH, HEALTH_PATH, SlackBot
+from bot.slack.app import EVENTS_PATH, HEALTH_PATH, METRICS_PATH, SlackBot
 from bot.slack.web import error_code, make_client
 
 log = logging.getLogger(__name__)
@@ -132,13 +133,14 @@ async def serve_http(bot: SlackBot, listener: socket.socket, stop: asyncio.Event
 
 async def serve_socket(bot: SlackBot, app_token: str, host: str, health_port: int | None,
                        stop: asyncio.Event) -> None:
-    """Socket Mode (no public URL needed); /health is still served for container checks."""
+    """Socket Mode (no public URL needed); /health and /metrics are still served."""
     handler = AsyncSocketModeHandler(bot.app, app_token)
     runner = None
     try:
         if health_port is not None:
             health = web.Application()
-            health.add_routes([web.get(HEALTH_PATH, bot.health), *bot.git.routes()])
+            health.add_routes([web.get(HEALTH_PATH, bot.health),
+                               web.get(METRICS_PATH, bot.metrics), *bot.git.routes()])
             runner = await _start_site(health, host, health_port)
         await _unless_stopped(stop, handler.connect_async())
         print("brain: connected to Slack (Socket Mode)", flush=True)
@@ -155,15 +157,25 @@ async def serve(settings: Settings, *, http: bool, host: str, port: int,
                 listen_fd: int | None = None, log_level: str = "INFO") -> None:
     """Start the brain and serve Slack until SIGINT/SIGTERM, with `workers` processes
     running the work (this one and helpers, bot/slack/worker_pool.py)."""
-    from bot.brain import Brain
-    from bot.commands.via_server import answering_cli
-    from bot.slack.worker_pool import WorkerPool
     from bot.slack.worker_pool import work_only as helper
 
     stop = _stop_event()
     if work_only:  # a helper: its parent checked the settings and holds the front
         await helper(settings, stop, listen_fd, (host, port))
         return
+    with metrics.shared_folder():  # before anything is recorded; the helpers inherit it
+        await _front(settings, stop, http=http, host=host, port=port, workers=workers,
+                     log_level=log_level)
+
+
+async def _front(settings: Settings, stop: asyncio.Event, *, http: bool, host: str, port: int,
+                 workers: int | None, log_level: str) -> None:
+    """The serving process: the HTTP front or the Socket Mode connection, the schedulers,
+    the CLI's socket, and its share of the work beside the helpers."""
+    from bot.brain import Brain
+    from bot.commands.via_server import answering_cli
+    from bot.slack.worker_pool import WorkerPool
+
     http = http or not settings.slack_app_token  # Socket Mode needs the app token
     check_serve_settings(settings, http=http)
     listener = listen(host, port) if http else None

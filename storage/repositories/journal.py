@@ -358,14 +358,17 @@ async def counts(s: AsyncSession) -> dict[str, int]:
 
 
 async def open_counts(s: AsyncSession) -> dict[str, int]:
-    """Jobs pending and running (for /health and a worker's idle check): through the state
-    index, so the cost follows the open work, not the day of finished jobs kept."""
-    rows = await s.execute(select(Job.state, func.count()).where(Job.state.in_(OPEN_STATES))
-                           .group_by(Job.state))
-    out = dict.fromkeys(OPEN_STATES, 0)
-    for state, n in rows:
-        out[str(state)] = int(n)
-    return out
+    """Jobs pending and running (for /health and a worker's idle check)."""
+    by_kind = (await open_by_kind(s)).items()
+    return {state: sum(n for (_kind, st), n in by_kind if st == state) for state in OPEN_STATES}
+
+
+async def open_by_kind(s: AsyncSession) -> dict[tuple[str, str], int]:
+    """Jobs pending and running by (kind, state) (and /metrics): through the state index, so
+    the cost follows the open work, not the day of finished jobs kept."""
+    rows = await s.execute(select(Job.kind, Job.state, func.count())
+                           .where(Job.state.in_(OPEN_STATES)).group_by(Job.kind, Job.state))
+    return {(str(kind), str(state)): int(n) for kind, state, n in rows}
 
 
 async def prune(s: AsyncSession, older_than: datetime) -> int:

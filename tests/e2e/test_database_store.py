@@ -44,14 +44,6 @@ def _machine(base: Path, url: str, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    server = FakeLLMServer().start()
-    yield server
-    server.release()
-    server.stop()
-
-
-@pytest.fixture
 async def two_replicas(fake: FakeSlack, llm: FakeLLMServer, tmp_path: Path,
                        ) -> AsyncIterator[tuple[list[rs.Replica], str]]:
     url = postgres_url(tmp_path)

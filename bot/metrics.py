@@ -1,0 +1,114 @@
+"""Prometheus figures of `brain serve` (`GET /metrics`), cheap to keep and to read.
+
+- `brain_jobs{kind,state}`: the journal's waiting (`pending`) and running jobs, read at each
+  scrape with one grouped query over the open jobs (the deployment's, the same on every
+  replica);
+- `brain_job_seconds{kind,outcome}`: how long each run of a job took in this server's
+  processes (`done`, or `not_done`: failed, sent back, taken over);
+- `brain_llm_request_seconds{provider}`: each request to the model, and
+  `brain_llm_errors_total{provider,kind}` the ones that failed (`timeout`, `rate_limited`,
+  `overloaded`, `auth`, `unavailable`, ...).
+
+`brain serve --workers N` runs N processes behind one socket, so a scrape lands in any of them:
+their figures are kept in files of one folder (prometheus_client's multiprocess mode,
+`PROMETHEUS_MULTIPROC_DIR`) that the serving process makes before anything is recorded and
+removes when it stops, and whichever process answers reads them all. prometheus_client picks
+that mode when it is first imported, so it is imported here lazily, never at module load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FOLDER = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Seconds: turns mostly wait for the model (a second to a minute), the bot's own work is ms.
+BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+@contextlib.contextmanager
+def shared_folder() -> Iterator[Path | None]:
+    """For the serving process: a folder of its own for every process's figures (its
+    helpers inherit it), removed at the end; None when one was given (`PROMETHEUS_MULTIPROC_DIR`
+    set by the operator: theirs to clear between starts)."""
+    if os.environ.get(FOLDER):
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="brain-metrics-"))
+    os.environ[FOLDER] = str(folder)
+    try:
+        yield folder
+    finally:
+        os.environ.pop(FOLDER, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Figures:
+    job_seconds: Any
+    llm_seconds: Any
+    llm_errors: Any
+
+
+@functools.cache
+def _figures() -> _Figures:
+    from prometheus_client import Counter, Histogram
+
+    return _Figures(
+        Histogram("brain_job_seconds", "How long a run of a job took.", ["kind", "outcome"],
+                  buckets=BUCKETS),
+        Histogram("brain_llm_request_seconds", "How long a request to the model took.",
+                  ["provider"], buckets=BUCKETS),
+        Counter("brain_llm_errors", "Requests to the model that failed.",
+                ["provider", "kind"]))
+
+
+def job_ran(kind: str, done: bool, seconds: float) -> None:
+    _figures().job_seconds.labels(kind, "done" if done else "not_done").observe(seconds)
+
+
+def llm_answered(provider: str, seconds: float, error: str | None = None) -> None:
+    """One request to the model: its time, and its failure's kind if it failed."""
+    figures = _figures()
+    figures.llm_seconds.labels(provider).observe(seconds)
+    if error is not None:
+        figures.llm_errors.labels(provider, error).inc()
+
+
+class _Jobs:
+    """`brain_jobs` from counts read for this scrape."""
+
+    def __init__(self, counts: dict[tuple[str, str], int]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily("brain_jobs", "Jobs waiting (pending) and running, by kind.",
+                                   labels=["kind", "state"])
+        for (kind, state), n in sorted(self.counts.items()):
+            family.add_metric([kind, state], n)
+        yield family
+
+
+def exposition(open_jobs: dict[tuple[str, str], int]) -> bytes:
+    """The text a scrape gets: every process's figures, and the journal's open jobs."""
+    from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
+
+    registry = CollectorRegistry()
+    if os.environ.get(FOLDER):
+        multiprocess.MultiProcessCollector(registry)
+        text = generate_latest(registry)
+    else:  # one process (tests, `brain chat`): its own registry
+        text = generate_latest(REGISTRY)
+    jobs = CollectorRegistry()
+    jobs.register(_Jobs(open_jobs))
+    return text + generate_latest(jobs)
