@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import tempfile
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 FOLDER = "PROMETHEUS_MULTIPROC_DIR"
+log = logging.getLogger(__name__)
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: turns mostly wait for the model (a second to a minute), the bot's own work is ms.
 BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -72,15 +75,26 @@ def _figures() -> _Figures:
 
 
 def job_ran(kind: str, done: bool, seconds: float) -> None:
-    _figures().job_seconds.labels(kind, "done" if done else "not_done").observe(seconds)
+    with _never_fails():
+        _figures().job_seconds.labels(kind, "done" if done else "not_done").observe(seconds)
 
 
 def llm_answered(provider: str, seconds: float, error: str | None = None) -> None:
     """One request to the model: its time, and its failure's kind if it failed."""
-    figures = _figures()
-    figures.llm_seconds.labels(provider).observe(seconds)
-    if error is not None:
-        figures.llm_errors.labels(provider, error).inc()
+    with _never_fails():
+        figures = _figures()
+        figures.llm_seconds.labels(provider).observe(seconds)
+        if error is not None:
+            figures.llm_errors.labels(provider, error).inc()
+
+
+@contextlib.contextmanager
+def _never_fails() -> Iterator[None]:
+    """A figure that cannot be kept (its folder gone, a full disk) is lost, never the work."""
+    try:
+        yield
+    except Exception as exc:
+        log.debug("a metric could not be recorded: %s", exc)
 
 
 class _Jobs:
