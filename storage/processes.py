@@ -4,9 +4,9 @@ A process is `host:pid:place.start`. `place` names where a pid means one process
 kernel's boot and its pid namespace: two containers on one host are two places), and `start`
 is the process's start time there, so a pid that a new process took again is not mistaken for
 the one that died. A job's lease owner is this name and a token per worker
-(bot/jobs/owners.py); on PostgreSQL each connection carries it as its `application_name`
-(`application_name`), so a worker that takes over a stalled process's job can end that
-process's open transactions (storage/repositories/journal.py, `fence`).
+(bot/jobs/owners.py); on PostgreSQL each connection carries it as its `application_name`, so
+a worker that takes over a stalled process's job can end that process's open transactions
+(storage/repositories/fencing.py).
 """
 
 from __future__ import annotations
