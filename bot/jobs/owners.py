@@ -1,12 +1,11 @@
 """Who holds a job's lease, and whether that process is still alive.
 
-A lease owner is `host:pid:place.start.token`. `place` names where a pid means one process
-(this kernel's boot and its pid namespace: two containers on one host are two places), and
-`start` is the process's start time there, so a pid that a new process took again is not
-mistaken for the one that died. A worker that sees a running job whose owner has its place
-but no live process with that pid and start time knows the owner died (`kill -9`, a crash):
-the job is free at once instead of after its lease. An owner of another place (another
-machine) or of an unknown shape is never judged: its lease decides, as before.
+A lease owner is its process's name (`host:pid:place.start`, storage/processes.py: where a
+pid means one process, and when it started) and a token per worker. A worker that sees a
+running job whose owner has its place but no live process with that pid and start time knows
+the owner died (`kill -9`, a crash): the job is free at once instead of after its lease. An
+owner of another place (another machine) or of an unknown shape is never judged: its lease
+decides, as before.
 """
 
 from __future__ import annotations
@@ -15,13 +14,10 @@ import secrets
 
 from storage.processes import place, process_name, start_of
 
-__all__ = ["dead", "owner_id", "place", "start_of"]
-
 
 def owner_id() -> str:
     """A new owner name for a worker of this process (fits the jobs table's 64 characters)."""
     return f"{process_name()}.{secrets.token_hex(3)}"
-
 
 
 def dead(owner: str) -> bool:

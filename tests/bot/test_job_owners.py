@@ -8,13 +8,14 @@ import sys
 import time
 
 from bot.jobs import owners
+from storage import processes
 
 
 def _owner_of(pid: int) -> str:
     """The owner name a worker in process `pid` of this machine would have."""
-    start = owners.start_of(pid)
+    start = processes.start_of(pid)
     assert start is not None
-    return f"host:{pid}:{owners.place()}.{start}.abc123"
+    return f"host:{pid}:{processes.place()}.{start}.abc123"
 
 
 def test_a_live_process_is_alive_and_a_killed_one_is_dead() -> None:
@@ -33,7 +34,7 @@ def test_a_live_process_is_alive_and_a_killed_one_is_dead() -> None:
 def test_a_killed_child_not_yet_reaped_is_dead() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     owner = _owner_of(child.pid)
-    while owners.start_of(child.pid) is not None:  # exits; a zombie until waited for
+    while processes.start_of(child.pid) is not None:  # exits; a zombie until waited for
         time.sleep(0.01)
     assert owners.dead(owner)
     child.wait()
@@ -50,10 +51,10 @@ def test_owners_of_another_machine_or_of_an_unknown_shape_are_never_judged() -> 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     gone = _owner_of_dead(child.pid)
-    assert not owners.dead(gone.replace(str(owners.place()), "0000beef"))
+    assert not owners.dead(gone.replace(str(processes.place()), "0000beef"))
     for odd in ("elsewhere:1:x", "host:notapid:a.b.c", "", "a:b", "h:1:p.-.t"):
         assert not owners.dead(odd)
 
 
 def _owner_of_dead(pid: int) -> str:
-    return f"host:{pid}:{owners.place()}.1.abc123"
+    return f"host:{pid}:{processes.place()}.1.abc123"
