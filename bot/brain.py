@@ -14,10 +14,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 from bot.core import Core
 from storage.db import Database
 from storage.history import Origin, changing
+from storage.urls import async_url
 from storage.vault.files import Vault
 from storage.vault.store import Store
 
@@ -56,15 +57,15 @@ class Brain:
                     meaning: Meaning | None = None) -> Brain:
         """Open the database; with `with_llm` (turns, digests) also the configured provider,
         so a bad configuration is found at start, not at the first message."""
+        url = async_url(settings.db_url())
+        if settings.store == "database" and not url.startswith("postgresql"):
+            raise ConfigError("BRAIN_STORE=database keeps the notes in PostgreSQL: set "
+                              "DATABASE_URL to a PostgreSQL database (postgresql://...)")
         if provider is None and with_llm:
             from bot.core import make_provider
 
             provider = make_provider(settings)
-        db = await Database.open(settings.db_url(), log_content=settings.log_content)
-        if settings.store == "database" and db.engine.dialect.name != "postgresql":
-            await db.close()
-            raise ValueError("BRAIN_STORE=database keeps the notes in PostgreSQL: set "
-                             "DATABASE_URL to a PostgreSQL database (postgresql://...)")
+        db = await Database.open(url, log_content=settings.log_content)
         return cls(Core(settings, db, provider, vault_override=vault_override,
                         meaning=meaning))
 

@@ -22,10 +22,13 @@ from bot.commands import (
     sync_cmds,
 )
 from bot.commands.common import (
+    EXIT_USAGE,
     BrainParser,
     UsageExit,
     VerbParser,
+    configuration_problem,
     crashed,
+    fail,
     json_errors,
     version,
 )
@@ -43,8 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
                "BRAIN_DATA_DIR says otherwise; a ./brain-data in the working directory, from "
                "an older version, is still used. A message (chat, add) is at most 40,000 "
                "characters of text. Exit codes: 0 done; 1 the command could not be done (not "
-               "found, ambiguous, refused); 2 the command line is wrong (nothing was opened or "
-               "changed); 130 interrupted. With --json, errors are JSON on stdout too.",
+               "found, ambiguous, refused); 2 the command line or the settings are wrong "
+               "(nothing was opened or changed); 130 interrupted. With --json, errors are JSON "
+               "on stdout too.",
     )
     parser.add_argument("--version", action="version", version=f"brain {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=VerbParser)
@@ -67,8 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         try:
             code: int = handler(args)
-        except Exception as exc:  # a bug: one line for the user, the traceback in a file
-            return crashed(exc)
+        except Exception as exc:
+            problem = configuration_problem(exc)
+            if problem is not None:
+                return fail(f"the configuration cannot be used: {problem}", EXIT_USAGE,
+                            "config")
+            return crashed(exc)  # a bug: one line for the user, the traceback in a file
         return code
 
 

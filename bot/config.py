@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
@@ -129,6 +129,24 @@ def _port(text: str | None) -> int:
     except ValueError:
         return 3000
     return port if 1 <= port <= 65535 else 3000
+
+
+class ConfigError(ValueError):
+    """Settings that cannot be used together, said in words (the CLI prints it, exit 2)."""
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """What the environment got wrong, one setting after another, without pydantic's
+    links: "BRAIN_JOB_LEASE_SECONDS: Input should be a valid number (got 'abc')"."""
+    said = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error.get("loc", ())) or "a setting"
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        got = error.get("input")
+        if isinstance(got, str) and got[:40] not in message:
+            message += f" (got {got[:40]!r})"
+        said.append(message if name in message else f"{name}: {message}")
+    return "; ".join(said)
 
 
 class Settings(BaseSettings):

@@ -188,12 +188,22 @@ def postgres_url(tmp: Path, name: str = "brain") -> str:
     return server.url(server.database_for(Path(tmp), name, True))
 
 
+def database_store() -> bool:
+    """The suite's third pass (`BRAIN_TEST_STORE=database`, PostgreSQL only): the bots and
+    `brain` processes the tests start keep their notes in the database store."""
+    return on_postgres() and os.environ.get("BRAIN_TEST_STORE", "files") == "database"
+
+
 def database_env(tmp: Path) -> dict[str, str]:
     """Settings for a `brain` process or `Settings(...)`: nothing on SQLite (the default file under
-    BRAIN_DATA_DIR is what users get), `DATABASE_URL` of a fresh database on PostgreSQL."""
+    BRAIN_DATA_DIR is what users get), `DATABASE_URL` of a fresh database on PostgreSQL, and
+    `BRAIN_STORE=database` in the database store's pass."""
     if not on_postgres():
         return {}
-    return {"DATABASE_URL": fresh_url(tmp)}
+    env = {"DATABASE_URL": fresh_url(tmp)}
+    if database_store():
+        env["BRAIN_STORE"] = "database"
+    return env
 
 
 @contextlib.contextmanager

@@ -33,3 +33,26 @@ def test_a_broken_database_is_one_line_and_json_under_json(tmp_path: Path) -> No
     error = json.loads(as_json.out)["error"]
     assert error["kind"] == "internal" and error["exit"] == 1
     Path(re.findall(r"the details are in (\S+\.txt)", error["message"])[0]).unlink()
+
+
+@pytest.mark.parametrize(("setting", "said"), [
+    ({"BRAIN_JOB_LEASE_SECONDS": "abc"}, "BRAIN_JOB_LEASE_SECONDS: Input should be a valid number"),
+    ({"BRAIN_STORE": "nonsense"}, "BRAIN_STORE must be files or database, not 'nonsense'"),
+    ({"BRAIN_STORE": "database", "DATABASE_URL": ""},
+     "BRAIN_STORE=database keeps the notes in PostgreSQL: set DATABASE_URL"),
+])
+def test_settings_that_cannot_be_used_are_said_as_such_and_open_nothing(
+        tmp_path: Path, setting: dict[str, str], said: str) -> None:
+    data = tmp_path / "data"
+    env = {"BRAIN_DATA_DIR": str(data), **setting}
+    for argv in (("list",), ("mcp",)):
+        plain = run_process(tmp_path, *argv, env=env)
+        assert plain.code == 2 and "Traceback" not in plain.err + plain.out
+        (line,) = plain.err.strip().splitlines()
+        assert line.startswith("brain: the configuration cannot be used: ") and said in line
+        assert "details are in" not in line
+    as_json = run_process(tmp_path, "list", "--json", env=env)
+    error = json.loads(as_json.out)["error"]
+    assert (as_json.code, error["kind"], error["exit"]) == (2, "config", 2)
+    assert said in error["message"]
+    assert not (data / "vaults").exists() and not (data / "brain.db").exists()  # nothing made

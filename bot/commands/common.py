@@ -255,6 +255,20 @@ def fail(message: str, code: int = EXIT_USAGE, kind: str | None = None,
     return code
 
 
+def configuration_problem(exc: BaseException) -> str | None:
+    """What is wrong with the settings, when `exc` is about them (a value the environment
+    gave, settings that do not go together); None for anything else."""
+    from pydantic import ValidationError
+
+    from bot.config import ConfigError, Settings, settings_problem
+
+    if isinstance(exc, ConfigError):
+        return str(exc)
+    if isinstance(exc, ValidationError) and exc.title == Settings.__name__:
+        return settings_problem(exc)
+    return None
+
+
 def crashed(exc: BaseException) -> int:
     """An error no verb expected (a bug): one line (JSON under --json), never a traceback on
     the terminal; the traceback goes to a private file the line names, for the bug report."""
