@@ -30,7 +30,8 @@ from enum import StrEnum
 from typing import Any
 
 from storage.db import Database
-from storage.repositories import journal, shares
+from storage.processes import process_of
+from storage.repositories import fencing, journal, shares
 from storage.repositories.journal import JobRow
 from storage.repositories.shares import Shares
 
@@ -171,13 +172,22 @@ class JobQueue:
             await s.commit()
         return held
 
-    async def free_dead(self, dead: Callable[[str], bool]) -> int:
-        """Make claimable now the running jobs whose owner `dead` says died; how many."""
+    async def free_dead(self, dead: Callable[[str], bool], elsewhere: Callable[[str], bool],
+                        unseen_before: set[str], settled: timedelta) -> tuple[int, set[str]]:
+        """Make claimable now the running jobs of owners that died: of this machine, those
+        `dead` names; of others (`elsewhere`), those whose process has no connection to the
+        database now and had none at the look before (`unseen_before`, PostgreSQL only, and
+        not while the server is younger than `settled`). How many, and the processes of
+        other machines unseen now (for the next look)."""
         async with self.db.session() as s:
-            gone = [o for o in await journal.running_owners(s) if dead(o)]
+            running = await journal.running_owners(s)
+            unseen = await fencing.unconnected(
+                s, {process_of(o) for o in running if elsewhere(o)}, settled)
+            gone = [o for o in running
+                    if dead(o) or process_of(o) in unseen & unseen_before]
             n = await journal.lapse(s, gone) if gone else 0
             await s.commit()
-        return n
+        return n, unseen
 
     async def release(self, owner: str, job_ids: list[int]) -> int:
         async with self.db.session() as s:

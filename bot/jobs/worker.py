@@ -39,7 +39,8 @@ MAX_ATTEMPTS = 5
 RETRY_DELAYS = (1.0, 4.0, 15.0, 60.0)  # seconds before attempt 2, 3, 4, 5
 STORAGE_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # seconds between tries while storage is down
 CLAIM_BATCH = 4  # jobs taken per claim
-DEAD_LOOK = 10.0  # seconds between looks for jobs whose owner died on this machine
+DEAD_LOOK = 10.0  # seconds between looks for jobs whose owner died
+CONFIRM_LOOK = 3.0  # seconds to the look that confirms a process of another machine is gone
 # seconds between tries of recording a job's end while the database does not answer
 RECORD_DELAYS = (0.2, 0.5, 1.0, 2.0)
 T = TypeVar("T")
@@ -74,6 +75,7 @@ class Worker:
         self.retry_delays = retry_delays
         self.owner = owners.owner_id()
         self._looked_for_dead = -DEAD_LOOK  # when running jobs' owners were last looked at
+        self._unseen: set[str] = set()  # processes of other machines unconnected at that look
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._ending: set[int] = set()  # jobs whose end is being recorded
@@ -169,20 +171,25 @@ class Worker:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
 
     async def _free_dead(self) -> None:
-        """Make the jobs of a process of this machine that died claimable now, not when
-        their leases run out (a restart after `kill -9` takes its work up at once). At the
-        first claim, then every DEAD_LOOK seconds."""
+        """Make the jobs of a process that died claimable now, not when their leases run out
+        (a restart after `kill -9` takes its work up at once; a machine lost, within seconds).
+        At the first claim, then every DEAD_LOOK seconds, or CONFIRM_LOOK seconds after a look
+        that found a process of another machine unconnected (gone at two looks: dead)."""
         now = asyncio.get_running_loop().time()
         if now - self._looked_for_dead < DEAD_LOOK:
             return
         self._looked_for_dead = now
         try:
-            freed = await self.queue.free_dead(owners.dead)
+            freed, unseen = await self.queue.free_dead(owners.dead, owners.elsewhere,
+                                                       self._unseen, self.lease)
         except Exception as exc:  # the database is busy or down: the leases still decide
             log.warning("looking for jobs of dead processes failed: %s", exc)
             return
+        if unseen - self._unseen:
+            self._looked_for_dead = now - DEAD_LOOK + CONFIRM_LOOK
+        self._unseen = unseen
         if freed:
-            log.info("%d job(s) of a process that died here taken up at once", freed)
+            log.info("%d job(s) of a process that died taken up at once", freed)
 
     async def _renew_loop(self) -> None:
         interval = max(self.lease.total_seconds() / 3, 0.05)

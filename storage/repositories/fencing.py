@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import timedelta
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -51,3 +52,30 @@ async def end_transactions_of(s: AsyncSession, owners: Iterable[str], taker: str
         log.info("ended %d open transaction(s) of %s, stalled past its leases (its jobs "
                     "were taken over)", len(ended), ", ".join(names))
     return len(ended)
+
+
+_CONNECTED = text(
+    "SELECT now() - pg_postmaster_start_time(), ARRAY(SELECT DISTINCT application_name "
+    "FROM pg_stat_activity WHERE datname = current_database())")
+
+
+def _printable(name: str) -> bool:
+    # PostgreSQL keeps printable ASCII of an application_name and replaces the rest, so only
+    # such a name can be looked for.
+    return all(" " <= c <= "~" for c in name)
+
+
+async def unconnected(s: AsyncSession, processes: Iterable[str], settled: timedelta) -> set[str]:
+    """Which of `processes` have no connection to this database now: a process on another
+    machine that died (or lost the database) has no `application_name` of its own left. None
+    on SQLite, or while the server is younger than `settled` (after a restart, the processes
+    that live come back one by one, at their next statement), or when this very connection
+    does not carry this process's name (a pooler between: the names cannot be trusted)."""
+    asked = {p for p in processes if _printable(application_name(p))}
+    if not asked or s.get_bind().dialect.name != "postgresql":
+        return set()
+    up, names = (await s.execute(_CONNECTED)).one()
+    connected = set(names)
+    if up < settled or application_name() not in connected:
+        return set()  # a look that cannot see its own connection (a pooler) trusts none
+    return {p for p in asked if application_name(p) not in connected}

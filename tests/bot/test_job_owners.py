@@ -47,13 +47,17 @@ def test_a_pid_taken_again_by_another_process_is_not_the_dead_one() -> None:
     assert owners.dead(f"{host}:{pid}:{place}.{int(start) - 1}.{token}")
 
 
-def test_owners_of_another_machine_or_of_an_unknown_shape_are_never_judged() -> None:
+def test_owners_of_another_machine_are_left_to_their_connections_and_odd_ones_to_leases(
+        ) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     gone = _owner_of_dead(child.pid)
-    assert not owners.dead(gone.replace(str(processes.place()), "0000beef"))
-    for odd in ("elsewhere:1:x", "host:notapid:a.b.c", "", "a:b", "h:1:p.-.t"):
-        assert not owners.dead(odd)
+    far = gone.replace(str(processes.place()), "0000beef")
+    assert owners.dead(gone) and not owners.elsewhere(gone)
+    assert not owners.dead(far) and owners.elsewhere(far)  # /proc cannot tell: PostgreSQL can
+    assert not owners.elsewhere(owners.owner_id())
+    for odd in ("elsewhere:1:x", "host:notapid:a.b.c", "", "a:b", "h:1:p.t"):
+        assert not owners.dead(odd) and not owners.elsewhere(odd)
 
 
 def _owner_of_dead(pid: int) -> str:

@@ -12,13 +12,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, make_url, select, text, update
 
+from bot.jobs import owners
 from bot.jobs.owners import owner_id
+from bot.jobs.queue import JobQueue
 from storage.db import Database
 from storage.models import Conversation, Job
+from storage.processes import application_name
 from storage.repositories import get_or_create_conversation, journal
-from tests.databases import fresh_url
+from tests.databases import fresh_url, postgres
 
 pytestmark = pytest.mark.postgres_only
 
@@ -124,3 +127,65 @@ async def test_a_job_taken_back_by_its_own_process_ends_nothing(tmp_path: Path) 
     finally:
         await db.close()
 
+
+
+# -- a process of another machine that died: no connection left ------------------------------
+
+ELSEWHERE = "far-host:4242:0000beef.777"  # a process name of another place
+
+
+async def _look(db: Database, unseen_before: set[str], settled: timedelta,
+                ) -> tuple[int, set[str]]:
+    """A worker's look for jobs of dead processes (bot/jobs/worker.py `_free_dead`)."""
+    return await JobQueue(db).free_dead(owners.dead, owners.elsewhere, unseen_before, settled)
+
+
+async def test_a_process_of_another_machine_without_connections_loses_its_jobs_at_the_second_look(
+        tmp_path: Path) -> None:
+    db = await Database.open(fresh_url(tmp_path))
+    try:
+        job = await _job(db, "event:far", f"{ELSEWHERE}.abc123")
+        async with db.session() as s:  # still within its lease
+            await s.execute(update(Job).where(Job.id == job).values(
+                lease_until=func.now() + timedelta(minutes=5)))
+            await s.commit()
+        freed, unseen = await _look(db, set(), timedelta(0))
+        assert (freed, unseen) == (0, {ELSEWHERE})  # once is not enough: a blink
+        assert await _look(db, unseen, timedelta(0)) == (1, {ELSEWHERE})
+        async with db.session() as s:
+            assert [j.id for j in await journal.claim(s, owner_id(), limit=1,
+                                                      lease=timedelta(minutes=1))] == [job]
+    finally:
+        await db.close()
+
+
+async def test_a_connected_process_of_another_machine_keeps_its_jobs(tmp_path: Path) -> None:
+    import asyncpg
+
+    db = await Database.open(fresh_url(tmp_path))
+    server = postgres()
+    database = make_url(db.url).database
+    conn = await asyncpg.connect(host=str(server.socket_dir), user="postgres", database=database,
+                                 server_settings={"application_name": application_name(ELSEWHERE)})
+    try:
+        await _job(db, "event:far", f"{ELSEWHERE}.abc123")
+        seen: set[str] = set()
+        for _ in range(3):
+            freed, seen = await _look(db, seen, timedelta(0))
+            assert (freed, seen) == (0, set())
+    finally:
+        await conn.close()
+        await db.close()
+
+
+async def test_right_after_a_server_start_absence_is_not_trusted(tmp_path: Path) -> None:
+    """The processes that live reconnect at their next statement: a server younger than
+    `settled` leaves the jobs to their leases."""
+    db = await Database.open(fresh_url(tmp_path))
+    try:
+        await _job(db, "event:far", f"{ELSEWHERE}.abc123")
+        never = timedelta(days=365)
+        assert await _look(db, set(), never) == (0, set())
+        assert await _look(db, {ELSEWHERE}, never) == (0, set())
+    finally:
+        await db.close()
