@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 WINDOW = timedelta(hours=4)  # "the morning": from the reminder time on
 RECHECK = timedelta(minutes=10)  # a person's vault is looked at again after this (per process)
 TZ_MEMORY = timedelta(days=1)  # a user's Slack time zone is asked again after this
+# Slack's users.info allows ~100 calls a minute (tier 4): a tick asks at most this many, so a
+# first start among thousands of people spreads its questions over the ticks.
+ASKS_PER_TICK = 50
 CATEGORIES = ("projects", "admin", "people", "ideas")
 
 TzLookup = Callable[[str], Awaitable[str | None]]
@@ -61,19 +64,41 @@ class Reminders:
         now = now or datetime.now(UTC)
         async with self.core.db.session() as s:
             row = await slack_state.get_user(s, user_id)
-        tz = row.tz if row is not None else None
-        fresh = row is not None and row.tz_checked_at is not None \
-            and now - row.tz_checked_at < TZ_MEMORY
-        if not fresh and lookup is not None:
-            tz = await lookup(user_id)
-            async with self.core.db.session() as s:
-                await slack_state.set_tz(s, user_id, tz, now)
-                await s.commit()
+        zones = await self.zones({user_id: row}, lookup, now)
+        return zones.get(user_id, self.zone(None))
+
+    def zone(self, tz: str | None) -> str:
+        """`tz` when it names a time zone, else BRAIN_TZ."""
         try:
             ZoneInfo(tz or "")
             return str(tz)
         except (ZoneInfoNotFoundError, ValueError):
             return str(self.core.settings.tz)
+
+    async def zones(self, people: dict[str, slack_state.SlackUserRow | None],
+                    lookup: TzLookup | None, now: datetime,
+                    asks: int | None = None) -> dict[str, str]:
+        """Each person's time zone: what Slack said within a day; else asked again (at most
+        `asks` of them, the rest keep what Slack said before, and those it never said
+        anything of wait for a later call); without `lookup`, BRAIN_TZ."""
+        zones: dict[str, str] = {}
+        said: dict[str, str | None] = {}
+        for user, row in people.items():
+            fresh = row is not None and row.tz_checked_at is not None \
+                and now - row.tz_checked_at < TZ_MEMORY
+            if fresh or lookup is None:
+                zones[user] = self.zone(row.tz if row is not None else None)
+            elif asks is None or len(said) < asks:
+                said[user] = await lookup(user)
+                zones[user] = self.zone(said[user])
+            elif row is not None and row.tz_checked_at is not None:
+                zones[user] = self.zone(row.tz)
+        if said:
+            async with self.core.db.session() as s:
+                for user, tz in said.items():
+                    await slack_state.set_tz(s, user, tz, now)
+                await s.commit()
+        return zones
 
     async def due_on(self, user_id: str, day: date) -> list[q.NoteRow]:
         """The user's open notes due on `day`."""
@@ -149,20 +174,20 @@ class ReminderScheduler(Ticker):
         return start <= local < start + WINDOW
 
     async def tick(self) -> list[tuple[str, str, str]]:
-        """Claim every reminder due now; returns (user, ref, day) of each claimed."""
+        """Claim every reminder due now; returns (user, ref, day) of each claimed. One read
+        for everyone's time zone and pause; Slack is asked at most ASKS_PER_TICK times."""
         now = self.now()
         claimed: list[tuple[str, str, str]] = []
         async with self.core.db.session() as s:
-            users = await slack_state.slack_users_with_receipts(s)
-            paused = await slack_state.paused_users(s)
+            people = await slack_state.slack_users_with_receipts(s)
             stopped = bool(await slack_state.uninstalled_teams(s))
         if stopped:
             return claimed
-        for user in users:
-            if user in paused or not self.core.has_vault(user):  # (BRAIN_OWNER: the owner's)
-                continue
+        awake = {user: row for user, row in people.items()  # (BRAIN_OWNER: the owner's)
+                 if (row is None or row.paused_at is None) and self.core.has_vault(user)}
+        zones = await self.reminders.zones(awake, self.tz_lookup, now, ASKS_PER_TICK)
+        for user, tz in zones.items():
             try:
-                tz = await self.reminders.tz_for(user, self.tz_lookup, now)
                 local = now.astimezone(ZoneInfo(tz))
                 if not self._in_window(local):
                     continue

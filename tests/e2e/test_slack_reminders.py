@@ -9,7 +9,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.schedule.reminders import ReminderScheduler
+from bot.schedule.reminders import ASKS_PER_TICK, ReminderScheduler
+from storage.repositories import receipts
 from tests.e2e.bot_harness import Harness, running_bot
 from tests.e2e.slack_harness import USER, button_press
 
@@ -127,3 +128,25 @@ async def test_a_note_closed_before_delivery_is_not_reminded(tmp_path: Path) -> 
         h.bot.start(scheduler=False)
         await h.settle()
         assert reminders(h) == []
+
+
+async def test_a_tick_asks_slack_the_time_zone_of_a_few_people_at_a_time(slack: Harness) -> None:
+    """Many people on a first start: a tick asks users.info of at most ASKS_PER_TICK of them
+    (Slack allows ~100 calls a minute), the others at the next ticks, each once a day; a
+    person's reminder waits until their time zone is known, then comes once."""
+    entry_id = await due_note(slack)
+    others = [f"U{n:08d}" for n in range(2 * ASKS_PER_TICK)]  # before USER in order
+    async with slack.brain.core.db.session() as s:
+        for n, user in enumerate(others):
+            await receipts.add_receipt(s, user_id=user, original_text="hi", entry_id=f"e{n}",
+                                       path="inbox/hi.md", category="inbox", confidence=None,
+                                       status="filed")
+        await s.commit()
+    asked = []
+    sent = []
+    for minute in range(4):
+        sent += await scheduler(slack, at(DUE, 8, minute)).tick()
+        asked.append(len(slack.fake.calls_to("users.info")))
+    everyone = len(others) + 1
+    assert asked == [ASKS_PER_TICK, 2 * ASKS_PER_TICK, everyone, everyone]
+    assert sent == [(USER, entry_id, DUE.isoformat())]
