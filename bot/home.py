@@ -62,7 +62,7 @@ class Home:
         today = (now or datetime.now(UTC)).astimezone(zone).date()
         store = self.core.store_for(user_id)
         await store.refresh()
-        vault = str(store.vault.root)
+        vault = store.index.key  # the database store shares one key across machines
         horizon = (today + timedelta(days=DUE_DAYS)).isoformat()
         async with self.core.db.session() as s:
             inbox = await q.notes(s, vault, category="inbox")

@@ -48,6 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: SQLite behaviour (files, pragmas)")
     config.addinivalue_line("markers", "postgres_only: the database store (BRAIN_STORE=database: "
                                        "PostgreSQL only), run in the suite's PostgreSQL pass")
+    config.addinivalue_line("markers", "files_store: the vault folder is the truth (a note "
+                                       "written, renamed or damaged on disk by hand): not in "
+                                       "the database store's pass, whose folders are mirrors")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -62,9 +65,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(later)
         return
     skip = pytest.mark.skip(reason="SQLite only")
+    mirrors = pytest.mark.skip(reason="the file store's own: in the database store a vault "
+                                      "folder is a mirror, not edited by hand")
     for item in items:
         if item.get_closest_marker("sqlite_only"):
             item.add_marker(skip)
+        elif databases.database_store() and item.get_closest_marker("files_store"):
+            item.add_marker(mirrors)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -31,6 +31,7 @@ def _cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], **env: str) -> Brai
                                        "BRAIN_VAULT_DIR": str(tmp_path / "vault"), **env})
 
 
+@pytest.mark.files_store
 def test_reindex_embeds_and_search_explains_its_signals(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cli = _cli(tmp_path, capsys)

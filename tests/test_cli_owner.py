@@ -54,6 +54,7 @@ def forget(tmp_path: Path, env: dict[str, str], user: str) -> Result:
     return run_process(tmp_path, "forget", "--user", user, "--yes", env=env)
 
 
+@pytest.mark.files_store
 def test_a_folder_of_the_owners_vault_is_never_a_person(
         owned: tuple[Path, dict[str, str]], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

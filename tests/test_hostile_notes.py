@@ -140,6 +140,7 @@ def test_export_holds_no_file_from_outside(hostile: Path) -> None:
     assert SECRET.encode() not in blob
 
 
+@pytest.mark.files_store
 async def test_mcp_serves_nothing_from_outside(hostile: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp"],
                                    env=_env(hostile), cwd=str(hostile))

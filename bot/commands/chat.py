@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bot.commands import chat_words
 from bot.commands.common import (
     add_common,
+    check_held,
     check_vault,
     fail,
     guarded,
@@ -160,6 +161,7 @@ def _chat(args: argparse.Namespace) -> int:
     brain: Brain | None = None
     try:
         brain = runner.run(Brain.start(settings, vault_override=args.vault))
+        runner.run(check_held(brain, settings, args, user_id(settings, args)))
         return _session(runner, brain, settings, args)
     except EOFError:  # Ctrl-D at the menu: nothing chosen, nothing to do
         return 0

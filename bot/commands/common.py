@@ -149,7 +149,7 @@ def check_vault(settings: Settings, args: argparse.Namespace) -> None:
     raise no_vault(settings, user, folder)
 
 
-async def _held(brain: Brain, settings: Settings, args: argparse.Namespace, user: str) -> None:
+async def check_held(brain: Brain, settings: Settings, args: argparse.Namespace, user: str) -> None:
     """The database store: a user with no mirror on this machine is known when the database
     holds their vault (or anything of theirs)."""
     folder = settings.vault_for(user)
@@ -227,7 +227,7 @@ async def open_brain(args: argparse.Namespace, *, meaning: bool = False,
                                   with_llm=False, meaning=model)
         try:
             user = user_id(settings, args)
-            await _held(brain, settings, args, user)
+            await check_held(brain, settings, args, user)
             with brain.acting_as(user, "cli"):  # the history says who changed what, and from where
                 yield Opened(settings, brain, user, brain.store_for(user))
         finally:

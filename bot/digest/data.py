@@ -187,7 +187,7 @@ async def build_data(store: Store, db: Database, user_id: str, kind: str, *, tod
         raise ValueError(f"digest kind must be daily or weekly, not {kind!r}")
     zone = ZoneInfo(tz)
     await store.refresh()
-    vault = str(store.vault.root)
+    vault = store.index.key  # the database store shares one key across machines
     async with db.session() as s:
         parts = await (_daily if kind == "daily" else _weekly)(s, vault, user_id, today, zone)
     return DigestData(kind=kind, user_id=user_id, today=today, tz=tz, **parts)

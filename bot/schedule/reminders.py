@@ -104,7 +104,7 @@ class Reminders:
         """The user's open notes due on `day`."""
         store = self.core.store_for(user_id)
         await store.refresh()
-        vault = str(store.vault.root)
+        vault = store.index.key  # the database store shares one key across machines
         out = []
         async with self.core.db.session() as s:
             for category in CATEGORIES:

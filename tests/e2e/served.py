@@ -35,7 +35,7 @@ async def served(tmp_path: Path, **extra: str) -> AsyncIterator[Served]:
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
                     BRAIN_LLM="offline", BRAIN_PUBLIC_URL=f"http://127.0.0.1:{port}",
-                    **database, **extra)
+                    **{**database, **extra})  # the test's own BRAIN_STORE wins
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(

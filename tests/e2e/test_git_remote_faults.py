@@ -47,7 +47,7 @@ async def serving(tmp_path: Path, fake: FakeSlack,
     url = f"http://127.0.0.1:{port}"
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
                     SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
-                    BRAIN_LLM="offline", BRAIN_PUBLIC_URL=url, **database_env(tmp_path), **extra)
+                    BRAIN_LLM="offline", BRAIN_PUBLIC_URL=url, **{**database_env(tmp_path), **extra})
     proc = await brain("serve", "--http", "--host", "127.0.0.1", "--port", str(port), env=env,
                        cwd=tmp_path)
     try:

@@ -121,6 +121,7 @@ class Doors:
         await self.store.refresh()  # a rescan records it (a read may trust a recent scan)
 
 
+@pytest.mark.files_store
 @pytest.mark.slow
 async def test_thirty_changes_through_three_doors_undone_in_reverse(slack: Harness) -> None:
     rng = random.Random(20)

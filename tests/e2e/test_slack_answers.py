@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.bot_harness import DM_TS, Harness
 from tests.e2e.slack_harness import DM, OTHER_USER, USER, button_press, message_event
 
@@ -87,6 +89,7 @@ def _long_chat(vault: Path) -> None:
                     + "\n\n".join(messages) + "\n", encoding="utf-8")
 
 
+@pytest.mark.files_store
 async def test_a_search_card_shows_the_passage_that_matched_and_the_date(
         slack: Harness) -> None:
     await slack.file_dm()
@@ -99,6 +102,7 @@ async def test_a_search_card_shows_the_passage_that_matched_and_the_date(
     slack.check_cards()
 
 
+@pytest.mark.files_store
 async def test_an_answer_quotes_the_passage_that_holds_it_with_the_notes_date(
         slack: Harness) -> None:
     await slack.file_dm()

@@ -38,6 +38,7 @@ async def _press_move(h: Harness, card: dict, target: str) -> None:
     await h.settle()
 
 
+@pytest.mark.files_store
 async def test_a_note_renamed_on_disk_is_still_found_by_its_button(slack: Harness) -> None:
     card = await slack.file_dm("Idea: a lending library for the office")
     (old,) = vault_files(slack.vault)
@@ -50,6 +51,7 @@ async def test_a_note_renamed_on_disk_is_still_found_by_its_button(slack: Harnes
     assert "Moved to *Projects*" in json.dumps(slack.fake.calls_to("chat.update")[-1].body)
 
 
+@pytest.mark.files_store
 async def test_a_note_renamed_on_disk_is_still_fixed_by_its_thread(slack: Harness) -> None:
     await slack.file_dm("Idea: a lending library for the office")
     (old,) = vault_files(slack.vault)

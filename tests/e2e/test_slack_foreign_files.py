@@ -111,6 +111,7 @@ def id_of(vault: Path, rel: str) -> str:
     return line.removeprefix("id: ").strip()
 
 
+@pytest.mark.files_store
 async def test_shared_markdown_and_copies_never_take_over_your_notes(
         bot: Served, tmp_path: Path) -> None:
     fake, send, vault, env = bot.fake, bot.send, bot.vault, bot.env

@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.brain_cli import run_process
 from tests.e2e.served import served
 from tests.e2e.slack_harness import (
@@ -40,6 +42,7 @@ def frontmatter_name(path: Path) -> str:
         line.removeprefix("name: ")
 
 
+@pytest.mark.files_store
 async def test_card_names_carry_no_bidi_or_zero_width_characters(tmp_path: Path) -> None:
     async with served(tmp_path) as bot:
         fake, send, vault = bot.fake, bot.send, bot.vault
