@@ -76,9 +76,14 @@ class Upkeep:
     async def refresh(self) -> RefreshStats:
         """A full rescan now (`brain reindex`); in the database store, the mirror brought up
         to date (nobody edits a mirror by hand: a rescan would take another machine's new
-        note, indexed before this mirror has it, for one deleted here)."""
+        note, indexed before this mirror has it, for one deleted here), and the changes its
+        history could not record before recorded and sent."""
         if self.mirror is not None:
-            return RefreshStats(changed=tuple(await self._pull()))
+            changed = await self._pull()
+            if self.history is not None and self.history.pending.behind:
+                async with self._changing():  # the lock across machines; sent when recorded
+                    await self.history.ready()  # what it could not record before (a stale lock)
+            return RefreshStats(changed=tuple(changed))
         return await self.rescan()
 
     async def rescan(self) -> RefreshStats:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
 from tests.brain_cli import run_process
 from tests.databases import database_env
@@ -53,7 +52,6 @@ def history_of(data: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return changes
 
 
-@pytest.mark.files_store
 async def test_a_locked_history_files_each_dm_once_and_records_them_late(
         fake: FakeSlack, tmp_path: Path) -> None:
     port = free_port()
