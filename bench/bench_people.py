@@ -12,7 +12,8 @@ the digest and reminder schedulers running with a shortened tick (`--tick`, 60 s
 Phases: (1) N DMs, one per person, 16 in flight; (2) 20 captures by people who wrote
 already, one after another: the ack-to-reply time of each; (3) an idle window: the process's
 CPU time (all its threads; the fake Slack's answers to the schedulers' users.info are in
-it) and resident memory, sampled every `--idle / 10` seconds. Without `--meaning` the
+it) and resident memory, sampled every `--idle / 10` seconds; (4) a second idle window with
+the schedulers back at `brain serve`'s 60 s tick. Without `--meaning` the
 embedding model is off (its one-time work on N new notes is not the idle cost).
 """
 
@@ -131,6 +132,13 @@ async def main(args: argparse.Namespace) -> None:
         at, cpu, rss = samples[-1]
         first_rss = samples[0][2]
         print(f"idle CPU {100 * cpu / at:.1f} % of a core; RSS {first_rss:.0f} -> {rss:.0f} MB")
+        for ticker in (bot.scheduler, bot.reminder_scheduler):  # back to brain serve's tick
+            if ticker is not None:
+                ticker.poll_seconds = 60
+        await asyncio.sleep(args.tick)  # each ticker's current wait ends
+        at, cpu, rss = (await idle(args.idle))[-1]
+        print(f"idle CPU with 60 s ticks (as brain serve): {100 * cpu / at:.1f} % of a core; "
+              f"RSS {rss:.0f} MB")
     finally:
         await send.close()
         await server.close()
