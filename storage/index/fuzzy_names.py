@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,8 +89,10 @@ class NameCache:
 
 
 # Caches are only caches: a generation number in the database says when they are stale, so
-# several processes (or replicas) may share one database safely.
-_NAME_CACHES: dict[str, NameCache] = {}
+# several processes (or replicas) may share one database safely. The vaults searched lately
+# only: a process serving thousands of people keeps NAMES_KEPT of them.
+NAMES_KEPT = 512
+_NAME_CACHES: OrderedDict[str, NameCache] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -120,4 +123,7 @@ async def names_for(session: AsyncSession, key: str, generation: int) -> NameCac
             {"v": key})
         cache = NameCache.build(generation, result.all())
         _NAME_CACHES[key] = cache
+    _NAME_CACHES.move_to_end(key)
+    while len(_NAME_CACHES) > NAMES_KEPT:
+        _NAME_CACHES.popitem(last=False)
     return cache

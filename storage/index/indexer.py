@@ -181,6 +181,7 @@ class Indexer:
     def unwatch(self, vault_key: str) -> None:
         self._stores.pop(vault_key, None)
         self._embedded_at.pop(vault_key, None)
+        self._pruned_at.pop(vault_key, None)
 
     def wake(self) -> None:
         """Something was written: look for notes without vectors now."""
@@ -261,10 +262,10 @@ class Indexer:
     async def _embed_vault(self, key: str) -> bool:
         """Vectors for the vault's notes without them; False when another process of this
         machine is doing it now (each `--workers` process would embed the same notes)."""
-        from storage.meaning import vector_rows
+        from storage.index.fuzzy_names import vault_state
 
         async with self.db.session() as session:
-            generation = (await vector_rows.generations(session)).get(key, (0, 0))[0]
+            generation = (await vault_state(session, key)).generation  # its row, not all
         if self._embedded_at.get(key) == generation:
             return True  # nothing changed since everything had vectors
         with if_free(embed_lock(key, self.meaning.model)) as mine:

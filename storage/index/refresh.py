@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,13 +32,18 @@ if TYPE_CHECKING:
 _TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
     weakref.WeakKeyDictionary())
 # (database URL, vault key) -> (monotonic time of the last full rescan, how long it took).
-# A cache only; two databases indexing one vault keep apart.
-_LAST_SCAN: dict[tuple[str, str], tuple[float, float]] = {}
+# A cache only (a vault it forgot is rescanned before its next read); two databases indexing
+# one vault keep apart. The vaults scanned lately only: SCANS_KEPT of them.
+SCANS_KEPT = 4096
+_LAST_SCAN: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 
 
 def index_turn(vault_key: str) -> asyncio.Lock:
     """This process's lock on the index writes of one vault (in the running event loop)."""
     locks = _TURNS.setdefault(asyncio.get_running_loop(), {})
+    if vault_key not in locks and len(locks) >= SCANS_KEPT:  # a lock nobody holds or awaits
+        for key in [k for k, lock in locks.items() if not lock.locked()]:
+            del locks[key]
     return locks.setdefault(vault_key, asyncio.Lock())
 
 
@@ -49,6 +55,9 @@ def last_scan(db: Database, vault_key: str) -> tuple[float, float] | None:
 def scanned(db: Database, vault_key: str, seconds: float) -> None:
     """A full rescan of the vault into `db` has just ended, after `seconds`."""
     _LAST_SCAN[(db.url, vault_key)] = (time.monotonic(), seconds)
+    _LAST_SCAN.move_to_end((db.url, vault_key))
+    while len(_LAST_SCAN) > SCANS_KEPT:
+        _LAST_SCAN.popitem(last=False)
 
 
 # The database assigns nids (SQLite: the rowid; PostgreSQL: an identity), so writers of many

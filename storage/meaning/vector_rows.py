@@ -245,10 +245,3 @@ async def drop_vault(session: AsyncSession, vault: str) -> int:
                                    {"v": vault})
     await bump(session, vault)
     return int(getattr(result, "rowcount", 0) or 0)
-
-
-async def generations(session: AsyncSession) -> dict[str, tuple[int, int]]:
-    """vault -> (generation, vector_generation), every vault (few rows)."""
-    result = await session.execute(text(
-        "SELECT vault, generation, vector_generation FROM index_vaults"))
-    return {r[0]: (int(r[1]), int(r[2])) for r in result}
