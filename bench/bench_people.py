@@ -7,7 +7,7 @@ the digest and reminder schedulers running with a shortened tick (`--tick`, 60 s
 `brain serve`), so an idle window of W seconds holds 60 W / tick seconds of their work.
 
     .venv/bin/python bench/bench_people.py --people 10000 [--db sqlite|postgres]
-        [--store files|database] [--idle 120] [--tick 1] [--meaning]
+        [--store files|database] [--idle 120] [--tick 1] [--meaning] [--morning]
 
 Phases: (1) N DMs, one per person, 16 in flight; (2) 20 captures by people who wrote
 already, one after another: the ack-to-reply time of each; (3) an idle window: the process's
@@ -25,7 +25,9 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,8 +108,12 @@ async def main(args: argparse.Namespace) -> None:
     databases.set_backend(args.db)
     fake = await FakeSlack().start()
     data = Path(tempfile.mkdtemp(prefix="bench-people-"))
+    morning = {}
+    if args.morning:  # everyone's reminder window open now (the fake Slack says Tokyo)
+        now = datetime.now(ZoneInfo(fake.user_tz)) - timedelta(minutes=1)
+        morning = {"BRAIN_REMINDER_TIME": f"{now:%H:%M}"}
     settings = make_settings(data, fake, BRAIN_STORE=args.store, BRAIN_USER_RATE="0",
-                             BRAIN_USER_RUNNING="0")
+                             BRAIN_USER_RUNNING="0", **morning)
     brain = await Brain.start(settings, meaning=None if args.meaning else Meaning.off())
     bot = SlackBot(brain, settings)
     bot.start(poll_seconds=args.tick)
@@ -115,7 +121,9 @@ async def main(args: argparse.Namespace) -> None:
     await server.start_server()
     send = SlackSender(str(server.make_url("/")))
     print(f"{args.people} people; database {args.db}, store {args.store}, tick {args.tick} s, "
-          f"meaning {'on' if args.meaning else 'off'}; RSS at start {rss_mb():.0f} MB")
+          f"meaning {'on' if args.meaning else 'off'}, "
+          f"{'in' if args.morning else 'outside'} their reminders' morning window; "
+          f"RSS at start {rss_mb():.0f} MB")
     try:
         took = await fill(send, fake, args.people)
         print(f"fill: {args.people} DMs answered in {took:.0f} s "
@@ -156,6 +164,9 @@ if __name__ == "__main__":
     parser.add_argument("--idle", type=float, default=120.0)
     parser.add_argument("--tick", type=float, default=1.0)
     parser.add_argument("--meaning", action="store_true")
+    parser.add_argument("--morning", action="store_true",
+                        help="everyone's reminder window open during the run (their due "
+                             "notes looked for every 10 minutes)")
     args = parser.parse_args()
     if args.store == "database" and args.db != "postgres":
         parser.error("--store database keeps vaults in PostgreSQL: use --db postgres")

@@ -9,8 +9,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.schedule.reminders import ASKS_PER_TICK, ReminderScheduler
-from storage.repositories import receipts
+from bot.schedule.reminders import ASKS_PER_TICK, CHECKS_PER_TICK, ReminderScheduler
+from storage.repositories import receipts, slack_state
 from tests.e2e.bot_harness import Harness, running_bot
 from tests.e2e.slack_harness import USER, button_press
 
@@ -150,3 +150,22 @@ async def test_a_tick_asks_slack_the_time_zone_of_a_few_people_at_a_time(slack: 
     everyone = len(others) + 1
     assert asked == [ASKS_PER_TICK, 2 * ASKS_PER_TICK, everyone, everyone]
     assert sent == [(USER, entry_id, DUE.isoformat())]
+
+
+async def test_a_morning_of_many_people_is_read_a_few_hundred_at_a_tick(slack: Harness) -> None:
+    """Thousands whose morning starts together: a tick reads at most CHECKS_PER_TICK people's
+    due notes, those not read yet first, so the first ones' reminders go out at once and the
+    rest follow tick by tick (here: the last person in order, at the third tick)."""
+    entry_id = await due_note(slack)
+    others = [f"U{n:08d}" for n in range(2 * CHECKS_PER_TICK)]  # before USER in order
+    async with slack.brain.core.db.session() as s:
+        for n, user in enumerate([*others, USER]):
+            if user != USER:
+                await receipts.add_receipt(s, user_id=user, original_text="hi",
+                                           entry_id=f"e{n}", path="inbox/hi.md",
+                                           category="inbox", confidence=None, status="filed")
+            await slack_state.set_tz(s, user, str(TOKYO), at(DUE, 7))
+        await s.commit()
+    ticker = scheduler(slack, at(DUE, 8))
+    sent = [await ticker.tick() for _ in range(3)]
+    assert sent == [[], [], [(USER, entry_id, DUE.isoformat())]]
