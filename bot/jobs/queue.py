@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from storage import notices
 from storage.db import Database
 from storage.processes import process_of
 from storage.repositories import fencing, journal, shares
@@ -180,14 +181,19 @@ class JobQueue:
         not while the server is younger than `settled`). How many, and the processes of
         other machines unseen now (for the next look)."""
         async with self.db.session() as s:
-            running = await journal.running_owners(s)
+            running = await fencing.running_owners(s)
             unseen = await fencing.unconnected(
                 s, {process_of(o) for o in running if elsewhere(o)}, settled)
             gone = [o for o in running
                     if dead(o) or process_of(o) in unseen & unseen_before]
-            n = await journal.lapse(s, gone) if gone else 0
+            n = await fencing.lapse(s, gone) if gone else 0
             await s.commit()
         return n, unseen
+
+    async def listen(self, heard: Callable[[], None]) -> None:
+        """Until cancelled, `heard()` when another process records claimable work (PostgreSQL:
+        storage/notices.py; on SQLite returns at once, and polling alone finds it)."""
+        await notices.listen(self.db, heard)
 
     async def release(self, owner: str, job_ids: list[int]) -> int:
         async with self.db.session() as s:

@@ -82,6 +82,7 @@ class Worker:
         self._stopping = False
         self._loop_task: asyncio.Task[None] | None = None
         self._renew_task: asyncio.Task[None] | None = None
+        self._listen_task: asyncio.Task[None] | None = None
         self.done = 0  # jobs finished by this worker (for /health and benchmarks)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -89,6 +90,8 @@ class Worker:
     def start(self) -> None:
         self._loop_task = asyncio.create_task(self._loop(), name="jobs:claim")
         self._renew_task = asyncio.create_task(self._renew_loop(), name="jobs:renew")
+        # Work another process records wakes this one at once (PostgreSQL's notices).
+        self._listen_task = asyncio.create_task(self.queue.listen(self.wake), name="jobs:listen")
 
     def wake(self) -> None:
         """New work was recorded by this process: claim now instead of at the next poll."""
@@ -133,10 +136,11 @@ class Worker:
                 await asyncio.gather(*pending, return_exceptions=True)
                 with contextlib.suppress(Exception):
                     await self.queue.release(self.owner, ids)
-        if self._renew_task is not None:
-            self._renew_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renew_task
+        for other in (self._renew_task, self._listen_task):
+            if other is not None:
+                other.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await other
 
     # -- claiming -----------------------------------------------------------------------------
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Table
+from sqlalchemy import Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult, Result
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
-from storage.models import Base
+from storage.models import Base, utcnow
 
 
 def aware(value: datetime, name: str) -> datetime:
@@ -50,3 +50,11 @@ def dialect_insert(s: AsyncSession, model: type[Base] | Table) -> Any:
         return postgresql.insert(model)
     return None
 
+
+async def clock(s: AsyncSession) -> datetime:
+    """The time leases are measured in: the database server's clock where there is a server."""
+    if s.get_bind().dialect.name == "postgresql":
+        found = await s.scalar(select(func.now()))
+        if isinstance(found, datetime) and found.tzinfo is not None:
+            return found.astimezone(UTC)
+    return utcnow()

@@ -1,4 +1,6 @@
-"""Fencing a process that stalled past its leases, in the database itself.
+"""Taking over another process's work: the jobs of one that died freed at once (`lapse`; who
+is dead is bot/jobs/owners.py's to say, or `unconnected`'s for other machines), and a process
+that stalled past its leases fenced in the database itself.
 
 A lease fences a stalled worker's effects (storage/repositories/journal.py), but not its open
 transactions: a replica frozen (SIGSTOP, a VM paused, a swap storm) in the middle of one keeps
@@ -18,11 +20,14 @@ import logging
 from collections.abc import Iterable
 from datetime import timedelta
 
-from sqlalchemy import text
+from sqlalchemy import select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage import notices
+from storage.models import Job
 from storage.processes import application_name, process_of
+from storage.repositories.common import clock
 
 log = logging.getLogger(__name__)
 
@@ -79,3 +84,23 @@ async def unconnected(s: AsyncSession, processes: Iterable[str], settled: timede
     if up < settled or application_name() not in connected:
         return set()  # a look that cannot see its own connection (a pooler) trusts none
     return {p for p in asked if application_name(p) not in connected}
+
+
+async def running_owners(s: AsyncSession) -> list[str]:
+    """The owners holding a running job now."""
+    found = await s.scalars(select(Job.lease_owner).where(
+        Job.state == "running", Job.lease_owner.is_not(None)).distinct())
+    return [o for o in found if o]
+
+
+async def lapse(s: AsyncSession, owners: list[str]) -> int:
+    """End the leases of `owners`' running jobs now (their processes died): claimable at
+    once, the attempt counted as a lease that ran out counts it."""
+    now = await clock(s)
+    result = await s.execute(
+        update(Job).where(Job.lease_owner.in_(owners), Job.state == "running")
+        .values(lease_until=now - timedelta(seconds=1), updated_at=now)
+        .execution_options(synchronize_session=False))
+    if result.rowcount:  # type: ignore[attr-defined]
+        await notices.tell(s)
+    return int(result.rowcount)  # type: ignore[attr-defined]

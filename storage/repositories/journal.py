@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -43,9 +43,10 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage import notices
 from storage.errors import InvalidValue
 from storage.models import Job, utcnow
-from storage.repositories.common import dialect_insert
+from storage.repositories.common import clock, dialect_insert
 from storage.repositories.fencing import end_transactions_of
 from storage.repositories.shares import OPEN_STATES, Shares, claimable, fair_order
 from storage.text import clean_value
@@ -93,7 +94,15 @@ RECORD_CHUNK = 500
 async def record_many(s: AsyncSession, jobs: list[dict[str, Any]]) -> list[tuple[int, bool]]:
     """`record` for several jobs at once, in order: one multi-row INSERT (and one SELECT for
     keys seen before) instead of a statement each, so a burst's group commit stays a few
-    statements. A key repeated within `jobs` is recorded once (the later ones get False)."""
+    statements. A key repeated within `jobs` is recorded once (the later ones get False).
+    Other processes' workers hear of new work when the transaction commits (notices.py)."""
+    result = await _record_rows(s, jobs)
+    if any(first for _, first in result):
+        await notices.tell(s)
+    return result
+
+
+async def _record_rows(s: AsyncSession, jobs: list[dict[str, Any]]) -> list[tuple[int, bool]]:
     for job in jobs:
         for name in ("key", "kind", "lane"):
             value = job.get(name)
@@ -151,15 +160,6 @@ async def _record_portably(s: AsyncSession, key: str, kind: str, user_id: str, l
             raise
         return int(found), False
     return job.id, True
-
-
-async def clock(s: AsyncSession) -> datetime:
-    """The time leases are measured in: the database server's clock where there is a server."""
-    if s.get_bind().dialect.name == "postgresql":
-        found = await s.scalar(select(func.now()))
-        if isinstance(found, datetime) and found.tzinfo is not None:
-            return found.astimezone(UTC)
-    return utcnow()
 
 
 # A job is claimable when it is pending (and its retry pause is over), or running under a lease
@@ -285,24 +285,6 @@ async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = N
     return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
 
-async def running_owners(s: AsyncSession) -> list[str]:
-    """The owners holding a running job now."""
-    found = await s.scalars(select(Job.lease_owner).where(
-        Job.state == "running", Job.lease_owner.is_not(None)).distinct())
-    return [o for o in found if o]
-
-
-async def lapse(s: AsyncSession, owners: list[str]) -> int:
-    """End the leases of `owners`' running jobs now (their processes died): claimable at
-    once, the attempt counted as a lease that ran out counts it."""
-    now = await clock(s)
-    result = await s.execute(
-        update(Job).where(Job.lease_owner.in_(owners), Job.state == "running")
-        .values(lease_until=now - timedelta(seconds=1), updated_at=now)
-        .execution_options(synchronize_session=False))
-    return int(result.rowcount)  # type: ignore[attr-defined]
-
-
 async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
     """Give claimed jobs back (a clean shutdown before they started): pending again, and the
     attempt does not count."""
@@ -315,6 +297,8 @@ async def release(s: AsyncSession, owner: str, job_ids: list[int]) -> int:
                 attempts=Job.attempts - 1,
                 updated_at=utcnow())
         .execution_options(synchronize_session=False))
+    if result.rowcount:  # type: ignore[attr-defined]
+        await notices.tell(s)  # another process takes them up at once
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from storage.db import Database
 from storage.repositories import journal
+from storage.repositories.common import clock
 from tests.databases import fresh_url
 
 LEASE = timedelta(seconds=30)
@@ -119,7 +120,7 @@ async def test_a_taken_over_job_is_fenced_off_from_its_old_holder(
 
 async def test_leases_are_measured_on_the_database_clock(pools: list[Database]) -> None:
     async with pools[0].session() as s:
-        server = await journal.clock(s)
+        server = await clock(s)
     assert server.tzinfo is not None
     assert abs(server - datetime.now(UTC)) < timedelta(seconds=5)
 
