@@ -9,11 +9,11 @@ the digest and reminder schedulers running with a shortened tick (`--tick`, 60 s
     .venv/bin/python bench/bench_people.py --people 10000 [--db sqlite|postgres]
         [--store files|database] [--idle 120] [--tick 1] [--meaning] [--morning]
 
-Phases: (1) N DMs, one per person, 16 in flight; (2) 20 captures by people who wrote
-already, one after another: the ack-to-reply time of each; (3) an idle window: the process's
-CPU time (all its threads; the fake Slack's answers to the schedulers' users.info are in
-it) and resident memory, sampled every `--idle / 10` seconds; (4) a second idle window with
-the schedulers back at `brain serve`'s 60 s tick. Without `--meaning` the
+Phases: (1) N DMs, one per person, 16 in flight; (2) an idle window: the process's CPU time
+(all its threads; the fake Slack's answers to the schedulers' users.info are in it) and
+resident memory, sampled every `--idle / 10` seconds; then, with the schedulers back at
+`brain serve`'s 60 s tick, (3) 20 captures by people who wrote already, one after another:
+the send-to-reply time of each, and (4) a second idle window. Without `--meaning` the
 embedding model is off (its one-time work on N new notes is not the idle cost).
 """
 
@@ -129,9 +129,6 @@ async def main(args: argparse.Namespace) -> None:
         print(f"fill: {args.people} DMs answered in {took:.0f} s "
               f"({args.people / took:.1f}/s); RSS {rss_mb():.0f} MB; "
               f"Stores open {brain.stores.open}")
-        ms = await captures(send, fake, args.people)
-        print(f"capture, send to reply: p50 {statistics.median(ms):.0f} ms, "
-              f"max {max(ms):.0f} ms (20, one after another)")
         samples = await idle(args.idle)
         print(f"idle {args.idle:.0f} s (= {60 * args.idle / args.tick / 3600:.1f} h of "
               f"60 s ticks):")
@@ -144,6 +141,9 @@ async def main(args: argparse.Namespace) -> None:
             if ticker is not None:
                 ticker.poll_seconds = 60
         await asyncio.sleep(args.tick)  # each ticker's current wait ends
+        ms = await captures(send, fake, args.people)
+        print(f"capture, send to reply: p50 {statistics.median(ms):.0f} ms, "
+              f"max {max(ms):.0f} ms (20, one after another, 60 s ticks)")
         at, cpu, rss = (await idle(args.idle))[-1]
         print(f"idle CPU with 60 s ticks (as brain serve): {100 * cpu / at:.1f} % of a core; "
               f"RSS {rss:.0f} MB")
