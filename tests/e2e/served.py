@@ -27,9 +27,12 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def served(tmp_path: Path, **extra: str) -> AsyncIterator[Served]:
-    """`extra` may name the DATABASE_URL (machines sharing one database), else the test's."""
-    fake = await FakeSlack().start()
+async def served(tmp_path: Path, slack: FakeSlack | None = None,
+                 **extra: str) -> AsyncIterator[Served]:
+    """`extra` may name the DATABASE_URL (machines sharing one database), else the test's;
+    `slack`: the Slack it talks to (replicas share one: any of them may run a job another
+    took in), else one of its own."""
+    fake = slack or await FakeSlack().start()
     port = free_port()
     database = {} if "DATABASE_URL" in extra else database_env(tmp_path)
     env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
@@ -49,5 +52,6 @@ async def served(tmp_path: Path, **extra: str) -> AsyncIterator[Served]:
     finally:
         await send.close()
         await stop(proc)
-        await fake.stop()
+        if slack is None:
+            await fake.stop()
         print(log.read_text(errors="replace")[-8000:])  # shown when the test fails
