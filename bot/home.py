@@ -126,5 +126,4 @@ class Home:
     async def watched(self, user_id: str) -> bool:
         """Has the user opened their Home (so it is worth refreshing after a change)?"""
         async with self.core.db.session() as s:
-            row = await slack_state.get_user(s, user_id)
-        return row is not None and row.home_opened_at is not None
+            return await slack_state.home_watched(s, user_id)

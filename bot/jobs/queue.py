@@ -163,6 +163,18 @@ class JobQueue:
             await s.commit()
         return held
 
+    async def finish_and_claim(self, job_id: int, owner: str, limit: int,
+                               lease: timedelta = LEASE, result: dict[str, Any] | None = None,
+                               ) -> tuple[bool, list[JobRow]]:
+        """`finish` (done) and, in the same transaction, `claim` up to `limit` jobs for the
+        worker (the job's lane's next one among them): one transaction where two were."""
+        async with self.db.session() as s:
+            held = await journal.finish(s, job_id, "done", None, owner, result)
+            rows = await journal.claim(s, owner, limit=limit, lease=lease,
+                                       shares=self.shares) if held else []
+            await s.commit()
+        return held, rows
+
     async def retry_later(self, owner: str, job_id: int, delay: float, error: str, *,
                           counted: bool = True, result: dict[str, Any] | None = None) -> bool:
         """Again after `delay`; not `counted`: the attempt does not count (the storage was

@@ -77,6 +77,7 @@ class Worker:
         self._looked_for_dead = -DEAD_LOOK  # when running jobs' owners were last looked at
         self._unseen: set[str] = set()  # processes of other machines unconnected at that look
         self._wake = asyncio.Event()
+        self._claiming = asyncio.Lock()  # one claim at a time: `_room` holds across it
         self._running: dict[int, asyncio.Task[None]] = {}
         self._ending: set[int] = set()  # jobs whose end is being recorded
         self._stopping = False
@@ -124,7 +125,8 @@ class Worker:
         if self._loop_task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._loop_task
-        running = list(self._running.values())
+        async with self._claiming:  # a job's end claiming meanwhile has started what it took
+            running = list(self._running.values())
         if running:
             _, pending = await asyncio.wait(running, timeout=drain_timeout)
             if pending:
@@ -147,32 +149,42 @@ class Worker:
     async def _loop(self) -> None:
         while not self._stopping:
             await self._free_dead()
-            # A few at a time: replicas each take a share of a burst (each claims the work it
-            # took in at once), instead of the first to look taking all of it.
-            room = min(self.concurrency - len(self._running), self.batch)
-            claimed: list[JobRow] = []
-            if room > 0:
-                try:
-                    claimed = await self.queue.claim(self.owner, room, self.lease)
-                except Exception as exc:  # the database is busy or down: try again soon
-                    log.warning("claiming jobs failed: %s", exc)
-            for job in claimed:
-                running = self._running.get(job.id)
-                if running is not None and not running.done():
-                    # Our own run, whose lease ran out before a late renewal (a loaded
-                    # machine): the lease is ours again and that run goes on. A second run
-                    # here would pass the lease fence too, and do the work twice.
-                    log.warning("job %s: lease had lapsed; claimed back by its own run", job.id)
-                    continue
-                log.debug("job %s claimed: %s, attempt %d", job.id, job.kind, job.attempts)
-                self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
-            if claimed and len(claimed) == room:
-                if self.more is not None:
-                    self.more()  # other processes may take a share
-                continue  # there may be more
+            async with self._claiming:
+                room = 0 if self._stopping else self._room()
+                claimed: list[JobRow] = []
+                if room > 0:
+                    try:
+                        claimed = await self.queue.claim(self.owner, room, self.lease)
+                    except Exception as exc:  # the database is busy or down: try again soon
+                        log.warning("claiming jobs failed: %s", exc)
+                if self._started(claimed, room):
+                    continue  # there may be more
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.poll)
+
+    def _room(self, ending: int = 0) -> int:
+        """How many jobs to claim now (`ending`: jobs of ours whose end is being written). A
+        few at a time: replicas each take a share of a burst (each claims the work it took in
+        at once), instead of the first to look taking all of it."""
+        return min(self.concurrency - len(self._running) + ending, self.batch)
+
+    def _started(self, claimed: list[JobRow], room: int) -> bool:
+        """Run the jobs claimed; True when the claim was full (there may be more)."""
+        for job in claimed:
+            running = self._running.get(job.id)
+            if running is not None and not running.done():
+                # Our own run, whose lease ran out before a late renewal (a loaded machine):
+                # the lease is ours again and that run goes on. A second run here would pass
+                # the lease fence too, and do the work twice.
+                log.warning("job %s: lease had lapsed; claimed back by its own run", job.id)
+                continue
+            log.debug("job %s claimed: %s, attempt %d", job.id, job.kind, job.attempts)
+            self._running[job.id] = asyncio.create_task(self._run(job), name=f"job:{job.id}")
+        full = bool(claimed) and len(claimed) == room
+        if full and self.more is not None:
+            self.more()  # other processes may take a share
+        return full
 
     async def _free_dead(self) -> None:
         """Make the jobs of a process that died claimable now, not when their leases run out
@@ -226,7 +238,7 @@ class Worker:
             metrics.job_ran(job.kind, finished, time.perf_counter() - started)
             if not finished:
                 return
-            if await self._end(job, "done", result=ctx.noted or None):
+            if await self._done(job, ctx.noted or None):
                 self.done += 1
         except asyncio.CancelledError:
             raise
@@ -237,9 +249,10 @@ class Worker:
                 log.warning("job %s: could not record its end (%s); it will run again",
                             job.id, unreachable(exc))
         finally:
-            self._running.pop(job.id, None)
+            claimed_next = self._running.pop(job.id, None) is None  # `_done` claimed already
             self._ending.discard(job.id)
-            self._wake.set()  # the lane's next job may be claimable now
+            if not claimed_next:
+                self._wake.set()  # the lane's next job may be claimable now
 
     async def _startable(self, ctx: JobContext) -> Handler | None:
         """The job's handler when the job may run now; None when it was ended or sent back
@@ -333,6 +346,22 @@ class Worker:
             except Exception:
                 log.exception("job %s: the give-up handler failed", ctx.job.id)
         await self._end(ctx.job, "failed", reason)
+
+    async def _done(self, job: JobRow, result: dict[str, Any] | None) -> bool:
+        """`_end` done, and the next jobs claimed in its transaction (the lane's next one is
+        claimable from that moment); False when it was taken over."""
+        self._ending.add(job.id)
+        async with self._claiming:
+            room = 0 if self._stopping else self._room(ending=1)
+            held, claimed = await self._recorded(job.id, lambda: self.queue.finish_and_claim(
+                job.id, self.owner, room, self.lease, result))
+            self._running.pop(job.id, None)
+            if self._started(claimed, room):
+                self._wake.set()  # there may be more
+        if not held:
+            log.warning("job %s: taken over by another worker before it ended here; its end "
+                        "is theirs to record", job.id)
+        return held
 
     async def _end(self, job: JobRow, state: str, error: str | None = None,
                    result: dict[str, Any] | None = None) -> bool:

@@ -5,13 +5,14 @@ exchange that needed no model (a button press), and which Slack message shows ea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.core import Core
 from bot.jobs.queue import LeaseLost
 from storage import repositories
-from storage.repositories import ConversationRow, TurnRow, journal
+from storage.repositories import ConversationRow, TurnRow, journal, slack_state
 
 if TYPE_CHECKING:
     from bot.turn.loop import LoopOutcome
@@ -19,6 +20,15 @@ if TYPE_CHECKING:
 
 # A stale card: (channel, message ts, the move's data, its text), to update in place.
 StaleCard = tuple[str, str, dict[str, Any], str]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What to update once a turn's reply is shown: the stale cards, and the person's Home
+    when they have opened it."""
+
+    stale: list[StaleCard]
+    home_watched: bool
 
 
 class Conversations:
@@ -103,11 +113,12 @@ class Conversations:
             conversation = await repositories.get_conversation(s, conversation_key)
         return conversation.user_id if conversation is not None else None
 
-    async def shown_at(self, result: TurnResult, channel: str,
-                       message_ts: str) -> list[StaleCard]:
+    async def shown_at(self, result: TurnResult, channel: str, message_ts: str,
+                       user_id: str) -> Shown:
         """Record which message shows each new receipt of the turn; returns the cards of notes
         the turn moved that were shown elsewhere in this channel, so the adapter can update
-        them in place."""
+        them in place, and whether the person has opened their App Home (read in the same
+        transaction, after the turn: a Home opened meanwhile counts)."""
         receipts = self.core.receipts
         stale: list[StaleCard] = []
         async with self.db.session() as s:
@@ -122,8 +133,9 @@ class Conversations:
                 elif ex.output.kind == "move" and row.message_ts and row.channel == channel \
                         and row.message_ts != message_ts:
                     stale.append((channel, row.message_ts, ex.output.data, ex.output.text))
+            home = await slack_state.home_watched(s, user_id)
             await s.commit()
-        return stale
+        return Shown(stale, home)
 
     # -- the record of a turn -----------------------------------------------------------------
 

@@ -7,6 +7,7 @@ take the caller's session."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -154,12 +155,30 @@ class Receipts:
             yield s
             await s.commit()
 
-    async def record(self, draft: ReceiptDraft, entry_id: str, path: str) -> bool:
-        """The receipt of a capture whose note is (about to be) at `path`. A failure is logged
-        and returned as False, never raised: the note stands, and a caller that raised would
-        make the model capture the thought a second time."""
-        try:
+    @asynccontextmanager
+    async def _committed(self, session: AsyncSession | None) -> AsyncIterator[AsyncSession]:
+        """A write committed on the way out, in the caller's transaction if given (its reads
+        and this write are one transaction); a failure rolls that transaction back."""
+        if session is None:
             async with self._session(None) as s:
+                yield s
+            return
+        try:
+            yield session
+            await session.commit()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await session.rollback()
+            raise
+
+    async def record(self, draft: ReceiptDraft, entry_id: str, path: str, *,
+                     session: AsyncSession | None = None) -> bool:
+        """The receipt of a capture whose note is (about to be) at `path`, committed (with the
+        caller's `session`: its transaction). A failure is logged and returned as False, never
+        raised: the note stands, and a caller that raised would make the model capture the
+        thought a second time."""
+        try:
+            async with self._committed(session) as s:
                 await add_receipt(
                     s, user_id=draft.user_id, original_text=draft.original_text,
                     entry_id=entry_id, path=path, category=draft.category,
@@ -178,12 +197,13 @@ class Receipts:
             return await mark_receipt(s, entry_id, "fixed", path=path,
                                                    category=category)
 
-    async def placed(self, entry_id: str, *, path: str, category: str, status: str) -> bool:
+    async def placed(self, entry_id: str, *, path: str, category: str, status: str,
+                     session: AsyncSession | None = None) -> bool:
         """A capture's note was written somewhere else than its receipt said (the receipt is
         written first: storage/vault/ids.py), or written again after it was deleted by hand. A
         failure is logged and returned as False, as `record`'s."""
         try:
-            async with self._session(None) as s:
+            async with self._committed(session) as s:
                 await mark_receipt(s, entry_id, status, path=path,
                                                 category=category)
             return True
@@ -260,20 +280,21 @@ class ReceiptClaim:
         self.mine = False  # this object wrote it
         self.ok = True  # False: it could not be written (logged); the note stands
 
-    async def held(self) -> str | None:
-        row = await self.receipts.for_entry(self.entry_id)
+    async def held(self, session: AsyncSession | None = None) -> str | None:
+        row = await (self.receipts.for_entry(self.entry_id) if session is None
+                     else self.receipts.for_entry_in(session, self.entry_id))
         if row is None or row.user_id != self.draft.user_id:
             return None
         self.known = True
         return None if row.category == "trash" else row.path  # undone: made again
 
-    async def record(self, path: str) -> None:
+    async def record(self, path: str, session: AsyncSession | None = None) -> None:
         if self.known:
             self.ok = await self.receipts.placed(self.entry_id, path=path,
                                                  category=self.draft.category,
-                                                 status=self.draft.status)
+                                                 status=self.draft.status, session=session)
             return
-        self.ok = await self.receipts.record(self.draft, self.entry_id, path)
+        self.ok = await self.receipts.record(self.draft, self.entry_id, path, session=session)
         self.known = self.mine = self.ok
 
     async def release(self) -> None:

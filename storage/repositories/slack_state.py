@@ -94,6 +94,12 @@ async def home_opened(s: AsyncSession, user_id: str) -> None:
     await s.flush()
 
 
+async def home_watched(s: AsyncSession, user_id: str) -> bool:
+    """Has the person opened their App Home (so it is worth refreshing after a change)?"""
+    found = await s.scalar(select(SlackUser.home_opened_at).where(SlackUser.user_id == user_id))
+    return found is not None
+
+
 async def set_paused(s: AsyncSession, user_id: str, paused: bool) -> bool:
     """Pause (their token was revoked) or resume a user; True when that changed anything."""
     row = await _user(s, user_id)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Protocol
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from storage.db import Database
 from storage.errors import StorageError
 from storage.index import SearchIndex
@@ -21,12 +23,13 @@ from storage.vault.files import Vault
 
 
 class Claim(Protocol):
-    """The app's record that it makes, or made, the note of one id (a capture's receipt)."""
+    """The app's record that it makes, or made, the note of one id (a capture's receipt).
+    With a `session`, in the caller's transaction (`record` commits it)."""
 
-    async def held(self) -> str | None:
+    async def held(self, session: AsyncSession | None = None) -> str | None:
         """Where the recorded note is; None when no note was made under the id."""
 
-    async def record(self, path: str) -> None:
+    async def record(self, path: str, session: AsyncSession | None = None) -> None:
         """Record (or move) the claim: the note is, or is about to be, at `path`."""
 
     async def release(self) -> None:
@@ -57,15 +60,16 @@ async def with_id(db: Database, index: SearchIndex, entry_id: str,
 
 async def create(vault: Vault, claim: Claim | None, category: str, name: str,
                  fields: dict[str, Any], body: str, *, entry_id: str | None,
-                 taken: set[str]) -> Entry:
-    """`Vault.create`; with a `claim`, recorded first (where the note is meant to go) and moved
-    to where it went, so a crash between the two leaves a claim whose note is made again, and
-    never a note the app would not know as its own. A note that cannot be written takes its
-    claim with it."""
+                 taken: set[str], planned: str | None = None) -> Entry:
+    """`Vault.create`; with a `claim`, recorded first (where the note is meant to go: at
+    `planned` when the caller recorded it there already) and moved to where it went, so a crash
+    between the two leaves a claim whose note is made again, and never a note the app would not
+    know as its own. A note that cannot be written takes its claim with it."""
     if claim is None:
         return vault.create(category, name, fields, body, entry_id=entry_id, taken=taken)
-    planned = vault.path_for(category, name, taken)
-    await claim.record(planned)
+    if planned is None:
+        planned = vault.path_for(category, name, taken)
+        await claim.record(planned)
     try:
         entry = vault.create(category, name, fields, body, entry_id=entry_id, taken=taken)
     except Exception:

@@ -15,7 +15,6 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
-from storage.index import SearchIndex
 from storage.index.backlinks import backlinks, resolve_link
 from storage.vault.atomic import name_sep, numbered, write_atomic
 from storage.vault.files import Vault
@@ -48,14 +47,6 @@ def link_target(new_rel: str, same_stem: dict[str, str]) -> str:
 async def link_to(db: Database, vault_key: str, rel: str) -> str:
     async with db.session() as session:
         return link_target(rel, await same_stem(session, vault_key, PurePosixPath(rel).stem))
-
-
-async def stems_taken(db: Database, index: SearchIndex, stem: str) -> set[str]:
-    """The stems a new note named `stem` must not take (see `Vault.create`)."""
-    if not stem:
-        return set()
-    async with db.session() as session:
-        return await index.stems_taken(session, stem)
 
 
 async def _takes_over(session: AsyncSession, vault_key: str, old_rel: str,

@@ -219,15 +219,14 @@ class Store(Recorded, Upkeep):
             receipts = Receipts(self.db)
             claim = ReceiptClaim(receipts, receipt, entry_id) if entry_id else None
         async with self._changing():
-            entry = await self._made_before(entry_id, claim)
+            held, taken, planned = await self._plan(claim, category, name)
+            entry = await self._made_before(entry_id, claim, held)
             made = entry is None
             if entry is None:
                 await self._before([])
-                taken = await relink.stems_taken(self.db, self.index, slugify(name)
-                                                 if isinstance(name, str) else "")
                 folders = self.vault.absent_folders(f"{category}/-")
                 entry = await ids.create(self.vault, claim, category, name, fields, body,
-                                         entry_id=entry_id, taken=taken)
+                                         entry_id=entry_id, taken=taken, planned=planned)
                 await self._record("create", f"{entry.name} in {category}", [entry.path],
                                    new_folders=folders)
                 await self._touched([entry.path])
@@ -238,14 +237,28 @@ class Store(Recorded, Upkeep):
             kept = await receipts.record(receipt, entry.id, entry.path)
         return Created(entry, made, kept)
 
+    async def _plan(self, claim: ids.Claim | None, category: str, name: str,
+                    ) -> tuple[str | None, set[str], str | None]:
+        """In one transaction: where the note of the claim's id is (`held`), the stems a new
+        note must not take, and, when no note was made under the id, the claim recorded where
+        the new note will go (`planned`), committed before the file is written."""
+        stem = slugify(name) if isinstance(name, str) else ""
+        async with self.db.session() as s:
+            held = await claim.held(s) if claim is not None else None
+            taken = await self.index.stems_taken(s, stem) if stem else set()
+            if claim is None or held is not None:
+                return held, taken, None
+            planned = self.vault.path_for(category, name, taken)
+            await claim.record(planned, s)
+            return None, taken, planned
+
     async def _made_before(self, entry_id: str | None, claim: ids.Claim | None,
-                           ) -> Entry | None:
+                           held: str | None) -> Entry | None:
         """The note an earlier run made under a derived id: the one its receipt records
-        (found where the receipt says, else by id), or, without a receipt to go by, any note
-        carrying the id. None: none was made."""
+        (`held`: found where the receipt says, else by id), or, without a receipt to go by,
+        any note carrying the id. None: none was made."""
         if not entry_id:
             return None
-        held = await claim.held() if claim is not None else None
         if claim is not None and held is None:
             return None
         entry = await self._with_id(entry_id, held)

@@ -62,10 +62,11 @@ class HomeWork:
         await self.client.views_publish(user_id=slack_user(user),
                                         view={"type": "home", "blocks": blocks})
 
-    async def refresh(self, user: str) -> None:
-        """After a change: republish the Home of someone who has opened it. Never raises."""
+    async def refresh(self, user: str, watched: bool | None = None) -> None:
+        """After a change: republish the Home of someone who has opened it (`watched`, read
+        here when not given). Never raises."""
         try:
-            if await self.brain.home.watched(user):
+            if watched if watched is not None else await self.brain.home.watched(user):
                 await self.publish(user)
         except Exception as exc:  # the change itself is done; the Home catches up next open
             log.warning("refreshing the App Home of %s failed: %s", user,

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 class TurnWork:
     def __init__(self, brain: Brain, client: AsyncWebClient, settings: Settings, *,
                  title: Callable[[JobContext, str], Awaitable[None]],
-                 refresh_home: Callable[[str], Awaitable[None]]) -> None:
+                 refresh_home: Callable[[str, bool | None], Awaitable[None]]) -> None:
         self.brain = brain
         self.client = client
         self.settings = settings
@@ -75,12 +75,14 @@ class TurnWork:
             self.client, job, channel, thread_ts, shown, may_be_posted="turn" in job.result)
         if not posted:  # a reply clears the status; without one, clear it here
             await web.set_status(self.client, channel, thread_ts, "")
+        home_watched = None  # not known: the refresh reads it
         if posted and not job.result.get("linked"):
-            for ch, card_ts, data, text in await self.brain.conversations.shown_at(
-                    reply.result, channel, posted):
+            after = await self.brain.conversations.shown_at(reply.result, channel, posted, user)
+            for ch, card_ts, data, text in after.stale:
                 await web.update(self.client, ch, card_ts,
                                  cards.message(cards.moved_blocks(data), cards.escape(text)))
             job.note(linked=True)
+            home_watched = after.home_watched
         await self.title(job, conversation_key(channel, thread_ts, user))
-        if reply.changed:
-            await self.refresh_home(user)  # the turn changed a note: an open Home shows it
+        if reply.changed:  # the turn changed a note: an open Home shows it
+            await self.refresh_home(user, home_watched)
