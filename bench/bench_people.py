@@ -12,8 +12,10 @@ the digest and reminder schedulers running with a shortened tick (`--tick`, 60 s
 Phases: (1) N DMs, one per person, 16 in flight; (2) an idle window: the process's CPU time
 (all its threads; the fake Slack's answers to the schedulers' users.info are in it) and
 resident memory, sampled every `--idle / 10` seconds; then, with the schedulers back at
-`brain serve`'s 60 s tick, (3) 20 captures by people who wrote already, one after another:
-the send-to-reply time of each, and (4) a second idle window. Without `--meaning` the
+`brain serve`'s 60 s tick, (3) captures by people who wrote already, one after another: 20
+by the people who wrote last (their Stores open), then 20 spread over everyone (with many
+people, mostly Stores opened again), the send-to-reply time of each (`--profile FILE`: a
+cProfile of this phase), and (4) a second idle window. Without `--meaning` the
 embedding model is off (its one-time work on N new notes is not the idle cost).
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import statistics
 import sys
 import tempfile
@@ -79,19 +82,33 @@ async def fill(send: SlackSender, fake: FakeSlack, people: int) -> float:
     return time.monotonic() - began
 
 
-async def captures(send: SlackSender, fake: FakeSlack, people: int, n: int = 20) -> list[float]:
-    """`n` captures by people who wrote already, one after another: ms from send to reply."""
+async def captures(send: SlackSender, fake: FakeSlack, people: list[int],
+                   tag: str) -> list[float]:
+    """A capture by each of `people` (who wrote already), one after another: ms from send to
+    reply."""
     times = []
-    for k in range(n):
+    for k, who in enumerate(people):
         before = len(fake.calls_to("chat.postMessage"))
-        who = (k * 7919) % people
         began = time.perf_counter()
         await send.event(message_event(f"Follow up with Dana {k} about the lease on Friday",
-                                       user=person(who), ts=f"17680{k:05d}.000100",
-                                       event_id=f"Ec{k}"))
+                                       user=person(who), ts=f"1768{tag}{k:05d}.000100",
+                                       event_id=f"Ec{tag}{k}"))
         await fake.wait_for("chat.postMessage", before + 1, timeout=120)
         times.append(1000 * (time.perf_counter() - began))
     return times
+
+
+def who_wrote(people: int, n: int = 20) -> tuple[list[int], list[int]]:
+    """`n` people who wrote last (their Stores still open: the LRU keeps 256), and `n` spread
+    over everyone (most of them long closed, when there are many)."""
+    recent = list(range(max(0, people - n), people))
+    spread = sorted({(k * 7919) % people for k in range(n)})
+    return recent, spread
+
+
+def show(what: str, ms: list[float]) -> None:
+    print(f"capture, send to reply, {what}: p50 {statistics.median(ms):.0f} ms, "
+          f"max {max(ms):.0f} ms ({len(ms)}, one after another, 60 s ticks)", flush=True)
 
 
 async def idle(seconds: float) -> list[tuple[float, float, float]]:
@@ -141,9 +158,15 @@ async def main(args: argparse.Namespace) -> None:
             if ticker is not None:
                 ticker.poll_seconds = 60
         await asyncio.sleep(args.tick)  # each ticker's current wait ends
-        ms = await captures(send, fake, args.people)
-        print(f"capture, send to reply: p50 {statistics.median(ms):.0f} ms, "
-              f"max {max(ms):.0f} ms (20, one after another, 60 s ticks)")
+        recent, spread = who_wrote(args.people)
+        profile = cProfile.Profile() if args.profile else None
+        if profile is not None:
+            profile.enable()
+        show("people who wrote last", await captures(send, fake, recent, "1"))
+        show("people spread over all", await captures(send, fake, spread, "2"))
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(args.profile)
         at, cpu, rss = (await idle(args.idle))[-1]
         print(f"idle CPU with 60 s ticks (as brain serve): {100 * cpu / at:.1f} % of a core; "
               f"RSS {rss:.0f} MB")
@@ -164,6 +187,8 @@ if __name__ == "__main__":
     parser.add_argument("--idle", type=float, default=120.0)
     parser.add_argument("--tick", type=float, default=1.0)
     parser.add_argument("--meaning", action="store_true")
+    parser.add_argument("--profile", type=Path,
+                        help="write a cProfile of the captures (the event loop's thread) here")
     parser.add_argument("--morning", action="store_true",
                         help="everyone's reminder window open during the run (their due "
                              "notes looked for every 10 minutes)")

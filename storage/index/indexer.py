@@ -165,6 +165,8 @@ class Indexer:
         self._stores: dict[str, Store] = {}
         self._wake: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._written: set[str] = set()  # vaults to look at for notes without vectors
+        self._everywhere = True  # ... or every vault watched (at the start, after a failure)
         self._embedded_at: dict[str, int] = {}  # vault -> generation with nothing pending
         self._pruned_at: dict[str, float] = {}
         self.last_error: str | None = None
@@ -176,15 +178,21 @@ class Indexer:
         new = store.index.key not in self._stores
         self._stores[store.index.key] = store
         if new:
-            self.wake()
+            self.wake(store.index.key)
 
     def unwatch(self, vault_key: str) -> None:
         self._stores.pop(vault_key, None)
         self._embedded_at.pop(vault_key, None)
         self._pruned_at.pop(vault_key, None)
+        self._written.discard(vault_key)
 
-    def wake(self) -> None:
-        """Something was written: look for notes without vectors now."""
+    def wake(self, vault_key: str | None = None) -> None:
+        """Something was written (in the vault `vault_key`; None: in any of them): look for
+        notes without vectors there now."""
+        if vault_key is None:
+            self._everywhere = True
+        else:
+            self._written.add(vault_key)
         if self._wake is not None:
             self._wake.set()
 
@@ -215,13 +223,15 @@ class Indexer:
             slowest = 0.0
             for store in list(self._stores.values()):
                 try:
-                    stats = await store.refresh()
+                    stats = await store.look()  # no database work when no file changed
                 except Exception as exc:  # the next pass tries again; a turn rescans itself
                     self._failed("rescan of the vault failed", exc)
                     continue
+                if stats is None:
+                    continue
                 slowest = max(slowest, stats.seconds)
                 if stats.added or stats.updated or stats.removed:
-                    self.wake()
+                    self.wake(store.index.key)
             await asyncio.sleep(max(self.scan_every, SLOW_SCAN_FACTOR * slowest))
 
     async def _embed_loop(self) -> None:
@@ -234,15 +244,20 @@ class Indexer:
             await self._settle()
             if not await self.meaning.ready():
                 continue  # no model: the words index is all there is (logged once at load)
-            busy = False
-            for key in list(self._stores):
+            # The vaults written since the last look (every one after a start or a failure),
+            # not every vault watched: a capture costs one vault's look, however many people.
+            keys = list(self._stores) if self._everywhere else \
+                [k for k in self._stores if k in self._written]
+            self._everywhere, self._written = False, set()
+            for key in keys:
                 try:
-                    busy |= not await self._embed_vault(key)
+                    if not await self._embed_vault(key):  # another process embeds it now:
+                        self._written.add(key)  # looked at again when it may be done
                 except Exception as exc:
                     self._failed("embedding failed", exc)
+                    self._everywhere = True
                     await asyncio.sleep(self.scan_every)  # not in a tight loop
-                    self._wake.set()
-            if busy:  # another process embeds that vault now: look again when it may be done
+            if self._written or self._everywhere:
                 await asyncio.sleep(BUSY_RETRY)
                 self._wake.set()
 

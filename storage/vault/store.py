@@ -65,7 +65,8 @@ class Store(Recorded, Upkeep):
     """
 
     def __init__(self, vault: Vault, db: Database, *, meaning: Meaning | None = None,
-                 fresh_within: float | None = None, on_write: Callable[[], None] | None = None,
+                 fresh_within: float | None = None,
+                 on_write: Callable[[str], None] | None = None,
                  history: History | None = None, mirror: Mirror | None = None) -> None:
         self.vault = vault
         self.history = history
@@ -75,6 +76,7 @@ class Store(Recorded, Upkeep):
         self.meaning = meaning if meaning is not None else Meaning.off()
         self.fresh_within = fresh_within
         self.on_write = on_write
+        self.disk_seen: int | None = None  # the files at the indexer's last rescan (`look`)
         self.meaning_floor = MEANING_FLOOR  # cosine a note found by meaning alone must reach
 
     # --- reading ----------------------------------------------------------------------------

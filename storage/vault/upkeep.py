@@ -35,6 +35,12 @@ CHEAP_SCAN_SECONDS = 0.05
 T = TypeVar("T")
 
 
+def disk_print(vault: Vault) -> int:
+    """What a rescan compares of the vault's files (path, modification time, size), as one
+    number: equal numbers, nothing a rescan would index differently."""
+    return hash(tuple(sorted(vault.scan())))
+
+
 class Upkeep:
     vault: Vault
     db: Database
@@ -42,7 +48,8 @@ class Upkeep:
     history: History | None
     mirror: Mirror | None
     fresh_within: float | None
-    on_write: Callable[[], None] | None
+    on_write: Callable[[str], None] | None
+    disk_seen: int | None
 
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
@@ -85,6 +92,25 @@ class Upkeep:
                     await self.history.ready()  # what it could not record before (a stale lock)
             return RefreshStats(changed=tuple(changed))
         return await self.rescan()
+
+    async def look(self) -> RefreshStats | None:
+        """The background indexer's look (storage/index/indexer.py): `refresh`, unless the
+        vault's files (paths, times, sizes) are as they were when its last look rescanned
+        them; then None, with no database work at all (the index matched those files; a
+        read still counts the index as freshly scanned). A look that rescans keeps the files
+        as they were before it, so a change made during the rescan is looked at again."""
+        if self.mirror is not None or (self.history is not None and self.history.pending.behind):
+            return await self.refresh()
+        seen = await asyncio.to_thread(disk_print, self.vault)
+        if self.vault.leftovers:  # a crashed write's temp file: cleaned, as a rescan does
+            self.vault.clean_seen_temp()
+        if seen == self.disk_seen:
+            last = last_scan(self.db, self.index.key)
+            scanned(self.db, self.index.key, last[1] if last is not None else 0.0)
+            return None
+        stats = await self.refresh()
+        self.disk_seen = seen
+        return stats
 
     async def rescan(self) -> RefreshStats:
         """Every file of the vault (or the mirror) read again into the index."""
@@ -179,4 +205,4 @@ class Upkeep:
                 if attempt == 3:
                     raise
         if self.on_write is not None:
-            self.on_write()
+            self.on_write(self.index.key)

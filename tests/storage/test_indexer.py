@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from storage.db import Database
 from storage.index.indexer import Indexer, embed_pending
@@ -135,3 +136,89 @@ async def test_postgres_stores_vectors_as_pgvector_or_bytea(tmp_path: Path) -> N
     finally:
         server.run(server._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
                                  f'DROP ROLE IF EXISTS "{role}"'))
+
+
+class _Statements:
+    """Every statement the database runs meanwhile, with its parameters (engine events)."""
+
+    def __init__(self, db: Database) -> None:
+        self.engine = db.engine.sync_engine
+        self.seen: list[tuple[str, str]] = []
+
+    def _heard(self, _conn, _cursor, statement, params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        self.seen.append((statement, repr(params)))
+
+    def __enter__(self) -> _Statements:
+        event.listen(self.engine, "before_cursor_execute", self._heard)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._heard)
+
+
+async def test_the_indexers_look_touches_no_database_until_a_file_changes(
+        tmp_path: Path) -> None:
+    db = await Database.open(fresh_url(tmp_path))
+    root = tmp_path / "vault"
+    write_note(root, "ideas/kites.md", "---\nname: Kites\n---\nBuild a kite.\n")
+    store = Store(Vault(root), db, fresh_within=60)
+    try:
+        first = await store.look()
+        assert first is not None and first.added == 1
+        with _Statements(db) as statements:
+            assert await store.look() is None  # nothing changed: nothing asked
+        assert statements.seen == []
+        assert last_scan(db, store.index.key) is not None  # reads trust it as a rescan
+
+        write_note(root, "ideas/boats.md", "---\nname: Boats\n---\nA rowing boat.\n")
+        added = await store.look()
+        assert added is not None and added.added == 1
+        assert [e.name for e in (await store.search("rowing")).entries] == ["Boats"]
+        assert await store.look() is None
+
+        write_note(root, "ideas/boats.md", "---\nname: Boats\n---\nA sailing boat.\n")
+        updated = await store.look()  # same size, a new time: looked at again
+        assert updated is not None and updated.updated == 1
+        (root / "ideas" / "kites.md").unlink()
+        removed = await store.look()
+        assert removed is not None and removed.removed == 1
+        assert (await store.search("kite")).entries == []
+    finally:
+        await db.close()
+
+
+@needs_model
+async def test_a_write_in_one_vault_makes_no_database_work_for_the_others(
+        tmp_path: Path) -> None:
+    db = await Database.open(fresh_url(tmp_path))
+    indexer = Indexer(db, MEANING, scan_every=0.2)
+    stores = [Store(Vault(tmp_path / f"vault-{i}"), db, meaning=MEANING, fresh_within=30,
+                    on_write=indexer.wake) for i in range(12)]
+    for i, store in enumerate(stores):
+        write_note(store.vault.root, f"ideas/note-{i}.md",
+                   f"---\nname: Note {i}\n---\nAbout the number {i}.\n")
+        indexer.watch(store)
+    indexer.start()
+    try:
+        for store in stores:  # every vault indexed and embedded once
+            await _until(lambda store=store: _found(store, "number", signal="meaning"), 60)
+        await asyncio.sleep(1.0)  # the passes that found them are over
+        written, others = stores[0], {s.index.key for s in stores[1:]}
+        with _Statements(db) as statements:
+            entry = await written.create("projects", "Q3 budget", {},
+                                         "How much money each team gets from July on.\n")
+
+            async def embedded() -> bool:
+                found = await written.search("spending for the summer quarter")
+                return any(e.path == entry.path and "meaning" in (e.signals or {})
+                           for e in found.entries)
+
+            await _until(embedded, 30)
+            await asyncio.sleep(1.0)  # the indexer's next passes
+        assert statements.seen, "the write itself went through the database"
+        about_others = [s for s, params in statements.seen
+                        if any(key in params or key in s for key in others)]
+        assert about_others == []
+    finally:
+        await indexer.close()
+        await db.close()
