@@ -98,7 +98,9 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
     Words in very many notes rank by the fields, then the name, then newest first, so
     bm25 never scores more than RANK_ALL_LIMIT notes.
     """
-    core = fts_expression(tokens)
+    # Stopwords are not required (a note need not say "the"): bm25 gives them no weight
+    # anyway, and requiring one made FTS5 weigh its doclist (every note) for each query.
+    core = fts_expression([t for t in tokens if t.lower() not in STOPWORDS] or tokens)
     expression = match_expression(key, core, category, status, alone=alone)
     total = await _count(session, expression)
     if total == 0 and len(tokens) > 1:

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 # word of English prose). Measured in docs/performance.md ("Recall on long notes").
 PACK_WORDS = 40
 MAX_WORDS = 150
-# A body of at most this many words is one passage, whatever its shape.
-SHORT_WORDS = 80
+# A body of at most this many words is one passage, whatever its shape: as long as one
+# passage may be, so a note the model reads whole costs one vector (80 split the bot's own
+# notes in two: 1.6 vectors a note at 50k notes and a third more time for each search by
+# meaning, for no recall measured; docs/performance.md "Search at 50k notes").
+SHORT_WORDS = MAX_WORDS
 # A note gets at most this many passages, the last holding the rest of its body without a
 # vector (its words still find it): ~6,000 words have meaning, and a 300-page PDF or a pasted
 # log costs seconds of embedding, not minutes. Only the first SPLIT_CHARS are cut at all.

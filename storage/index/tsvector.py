@@ -163,10 +163,12 @@ async def _planned_rows(session: AsyncSession, sql: str, params: dict[str, Any])
 
 async def _search(session: AsyncSession, key: str, tokens: Sequence[str], category: str | None,
                   status: str | None, depth: int) -> WordHits:
-    terms = tsquery_terms(tokens)
-    query = _Query(key, " & ".join(terms), category, status)
+    # Stopwords are not required (a note need not say "the"), as on SQLite (fts5.py).
+    required = [w for w in tokens if w.lower() not in STOPWORDS] or list(tokens)
+    query = _Query(key, " & ".join(tsquery_terms(required)), category, status)
     found = await query.first(session, RANK_ALL_LIMIT + 1)
     if not found and len(tokens) > 1:
+        terms = tsquery_terms(tokens)
         terms = [t for t, w in zip(terms, tokens, strict=True)
                  if w.lower() not in STOPWORDS] or terms
         query = _Query(key, " | ".join(terms), category, status)

@@ -193,3 +193,25 @@ async def test_a_rare_word_said_once_outranks_a_name_said_many_times(tmp_path: P
         assert [e.path for e in found.entries][:1] == ["people/chat-with-tobias.md"]
     finally:
         await db.close()
+
+
+async def test_a_note_without_the_querys_small_words_counts_as_having_all_its_words(
+        tmp_path: Path) -> None:
+    """"the garden plan" names the note "Garden plan", which never says "the": it has every
+    word that matters, so it is the one note that matches ("1 note matches"), not one of
+    every note that says "plan" (stopwords are not required, on both databases)."""
+    root = tmp_path / "vault"
+    write_note(root, "projects/garden-plan.md",
+               "---\nname: Garden plan\n---\nRaised beds behind a shed.\n")
+    for i in range(3):
+        write_note(root, f"admin/plan-{i}.md",
+                   f"---\nname: Errand {i}\n---\nWe made the plan for the week {i}.\n")
+    db = await Database.open(fresh_url(tmp_path))
+    store = Store(Vault(root), db)
+    try:
+        await store.refresh()
+        found = await store.search("the garden plan", limit=5)
+        assert [e.path for e in found.entries][:1] == ["projects/garden-plan.md"]
+        assert found.total == 1
+    finally:
+        await db.close()
