@@ -12,7 +12,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.index.extract import meta_token
-from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits, content_words
+from storage.index.words import (
+    PREFIX_MIN_CHARS,
+    STOPWORDS,
+    WordHits,
+    content_words,
+    required_words,
+)
 
 # bm25 column weights: name, one_liner, context, next_action, body, meta (filter tokens only).
 BM25_WEIGHTS = (10.0, 5.0, 3.0, 3.0, 1.0, 0.0)
@@ -98,9 +104,8 @@ async def search_words(session: AsyncSession, key: str, tokens: Sequence[str],
     Words in very many notes rank by the fields, then the name, then newest first, so
     bm25 never scores more than RANK_ALL_LIMIT notes.
     """
-    # Stopwords are not required (a note need not say "the"): bm25 gives them no weight
-    # anyway, and requiring one made FTS5 weigh its doclist (every note) for each query.
-    core = fts_expression([t for t in tokens if t.lower() not in STOPWORDS] or tokens)
+    # (A required stopword also made FTS5's bm25 weigh its doclist: every note.)
+    core = fts_expression(required_words(tokens))
     expression = match_expression(key, core, category, status, alone=alone)
     total = await _count(session, expression)
     if total == 0 and len(tokens) > 1:

@@ -34,7 +34,13 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.index.words import PREFIX_MIN_CHARS, STOPWORDS, WordHits, content_words
+from storage.index.words import (
+    PREFIX_MIN_CHARS,
+    STOPWORDS,
+    WordHits,
+    content_words,
+    required_words,
+)
 
 CONFIG = "brain_search"
 # ts_rank_cd weights for D (body), C (context, next action), B (one-liner), A (name): the
@@ -163,9 +169,7 @@ async def _planned_rows(session: AsyncSession, sql: str, params: dict[str, Any])
 
 async def _search(session: AsyncSession, key: str, tokens: Sequence[str], category: str | None,
                   status: str | None, depth: int) -> WordHits:
-    # Stopwords are not required (a note need not say "the"), as on SQLite (fts5.py).
-    required = [w for w in tokens if w.lower() not in STOPWORDS] or list(tokens)
-    query = _Query(key, " & ".join(tsquery_terms(required)), category, status)
+    query = _Query(key, " & ".join(tsquery_terms(required_words(tokens))), category, status)
     found = await query.first(session, RANK_ALL_LIMIT + 1)
     if not found and len(tokens) > 1:
         terms = tsquery_terms(tokens)

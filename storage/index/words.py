@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Too common to carry a query on their own; dropped from OR retries and from name matching.
@@ -60,6 +61,12 @@ def stem(word: str) -> str:
 _ASKING_TEXT = """write wrote written note notes say said anything something happen happened
 do done"""
 _ASKING = frozenset(_ASKING_TEXT.split())
+
+
+def required_words(tokens: Sequence[str]) -> list[str]:
+    """The words a note must have to match a query in full: none of the stopwords (a note
+    need not say "the"; bm25 gives them no weight anyway), or all, when only those are left."""
+    return [t for t in tokens if t.lower() not in STOPWORDS] or list(tokens)
 
 
 def content_words(tokens: list[str], *, strict: bool = False) -> list[str]:
