@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 from bot.config import Settings
 from storage.db import Database
 from storage.errors import InvalidValue
-from storage.types import ATTACHMENTS, CATEGORIES, TRASH_DIR, is_user_id
+from storage.types import ATTACHMENTS, CATEGORIES, TRASH_DIR, is_user_id, shared_vault
 from storage.vault.paths import check_person_folder
 from storage.vault.store import Store
 
@@ -148,6 +148,25 @@ class Core:
         would be a folder of the owner's vault. Anyone else's data is rows only."""
         owner = self.settings.owner
         return self.vault_override is not None or not owner or user_id == owner
+
+    def person_of(self, vault_key: str) -> str | None:
+        """Whose vault the index calls `vault_key` here (its rows go by that name: the folder,
+        or `db:<person>` in the database store), or None: someone else's (another vault root,
+        a `--vault` folder) or no one's. No vault is opened."""
+        if self.vault_override is not None:
+            return None  # a folder as it is: nobody's vault
+        owner = self.settings.owner
+        if self.settings.store == "database":
+            person = vault_key.removeprefix("db:")
+            expected = shared_vault(person)
+        else:
+            root = str(self.settings.vault_root.resolve())
+            person = owner if owner and vault_key == root else Path(vault_key).name
+            expected = str(self.settings.vault_for(person).resolve()) if person else ""
+        if not person or not is_user_id(person) or not self.has_vault(person) \
+                or vault_key != expected:
+            return None
+        return person
 
     def check_person(self, user_id: str) -> None:
         """InvalidValue when `user_id` is part of the owner's vault (BRAIN_OWNER): a name of a

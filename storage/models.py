@@ -204,6 +204,8 @@ class DigestSubscription(Base):
     channel: Mapped[str | None] = mapped_column(String(64))
     last_sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When the scheduler next looks at it (migration 0020): NULL after any change of schedule.
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
 
 
 class Job(Base):
@@ -248,7 +250,7 @@ class Reminder(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[str] = mapped_column(String(64))
     ref: Mapped[str] = mapped_column(Text)
-    day: Mapped[str] = mapped_column(String(10))
+    day: Mapped[str] = mapped_column(String(10), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

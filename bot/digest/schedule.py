@@ -1,15 +1,18 @@
 """Digest subscriptions and the scheduler that sends them.
 
 A subscription fires at HH:MM in the user's own time zone (daily, or weekly on one weekday).
-The scheduler polls: for each subscription it takes the latest slot at or before now; the
-slot is due when it is after the last send (or, for a new subscription, after its creation).
+The scheduler polls: for each subscription due by its `due_at` (or not worked out yet: new,
+changed, or just sent) it takes the latest slot at or before now; the slot is due when it is
+after the last send (or, for a new subscription, after its creation). A subscription not due
+is given the next slot as its `due_at`, so a tick reads only the rows due then.
 A due slot less than MISSED_GRACE late is sent (so one missed while the bot was down goes out
 once at start); an older one is skipped and the next slot is waited for.
 
-Never twice: the slot is claimed in the database (compare-and-set on `last_sent_at`,
-committed) before delivery. That makes sending at most once per slot, across restarts and
-replicas; a delivery that fails after the claim is logged and not retried, since a duplicate
-digest is worse than a missed one.
+Once per slot: the slot is claimed in the database (compare-and-set on `last_sent_at`) in
+the transaction that records its delivery as a job in the journal (`record`), so a slot is
+claimed once across restarts and replicas, and the journal's workers make and post the
+digests side by side (retried, posted once: bot/slack/handlers/digests.py), never one after
+another in the tick.
 """
 
 from __future__ import annotations
@@ -17,20 +20,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.schedule.ticker import Ticker
-from storage import repositories
 from storage.db import Database
 from storage.repositories import SubscriptionRow
 from storage.repositories.digest_data import claim_digest_slot
+from storage.repositories.subscriptions import due_subscriptions, set_due
 
 log = logging.getLogger(__name__)
 
 MISSED_GRACE = timedelta(hours=3)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
-Deliver = Callable[[SubscriptionRow, datetime], Awaitable[None]]
+# Records the delivery of a claimed slot, in the claim's transaction (`s`; not committed).
+Record = Callable[[Any, SubscriptionRow, datetime], Awaitable[None]]
 
 def latest_slot(sub: SubscriptionRow, now: datetime) -> datetime:
     """The latest scheduled time at or before `now`, aware, in the subscription's zone."""
@@ -65,22 +70,25 @@ def due_slot(sub: SubscriptionRow, now: datetime) -> datetime | None:
 
 
 class DigestScheduler(Ticker):
-    """Polls the subscriptions and delivers what is due. `deliver(sub, slot)` gets the slot
-    as an aware datetime in the user's zone (`slot.date()` is the digest's day)."""
+    """Polls the subscriptions due and records each due slot's delivery: `record(s, sub,
+    slot)` gets the slot as an aware datetime in the user's zone (`slot.date()` is the
+    digest's day); `wake()` tells the worker new jobs are there."""
 
     what = "digest scheduler"
 
-    def __init__(self, db: Database, deliver: Deliver, clock: Callable[[], datetime],
-                 poll_seconds: float = 60) -> None:
+    def __init__(self, db: Database, record: Record, clock: Callable[[], datetime],
+                 poll_seconds: float = 60, wake: Callable[[], None] | None = None) -> None:
         super().__init__(clock, poll_seconds)
         self.db = db
-        self.deliver = deliver
+        self.record = record
+        self.wake = wake
 
     async def tick(self) -> list[tuple[SubscriptionRow, datetime]]:
-        """Send every due digest once; returns what was sent (claimed and delivered)."""
+        """Claim every due slot once and record its delivery; returns what was recorded.
+        Reads only the subscriptions due by their `due_at` (or not worked out yet)."""
         now = self.now()
         async with self.db.session() as s:
-            subs = await repositories.list_subscriptions(s)
+            subs = await due_subscriptions(s, now)
         sent = []
         for sub in subs:
             try:
@@ -88,21 +96,27 @@ class DigestScheduler(Ticker):
             except (ZoneInfoNotFoundError, ValueError) as exc:
                 log.warning("digest subscription %s has a bad schedule: %s", sub.id, exc)
                 continue
-            if slot is None:
-                continue
-            async with self.db.session() as s:
-                claimed = await claim_digest_slot(s, sub.id, slot)
-                await s.commit()
-            if not claimed:
-                continue  # another tick or replica took it
             try:
-                await self.deliver(sub, slot)
-            except Exception:  # one user's failure must not stop the others
-                log.exception("digest %s for %s at %s was not delivered",
-                              sub.kind, sub.user_id, slot.isoformat())
-                continue
-            sent.append((sub, slot))
+                if await self._claim(sub, slot, now) and slot is not None:
+                    sent.append((sub, slot))
+            except Exception:  # one user's trouble must not stop the others; tried again
+                log.exception("the %s digest for %s was not recorded", sub.kind, sub.user_id)
+        if sent and self.wake is not None:
+            self.wake()
         return sent
+
+    async def _claim(self, sub: SubscriptionRow, slot: datetime | None, now: datetime) -> bool:
+        """Claim `slot` and record its delivery in one transaction (True), or, when nothing
+        is due, remember when the subscription next is (False)."""
+        async with self.db.session() as s:
+            if slot is None:  # sent, missed or too early: look again at the next slot
+                await set_due(s, sub, next_slot(sub, now))
+            elif await claim_digest_slot(s, sub.id, slot):
+                await self.record(s, sub, slot)
+            else:
+                return False  # another tick or replica took it
+            await s.commit()
+        return slot is not None
 
 
 def describe(sub: SubscriptionRow) -> str:

@@ -10,7 +10,9 @@ from typing import Any
 from bot.core import Core
 from bot.digest.command import DigestRequest, apply
 from bot.digest.model import Digest
-from bot.digest.schedule import Deliver, DigestScheduler
+from bot.digest.schedule import DigestScheduler
+from bot.jobs.queue import JobKind
+from storage.repositories import SubscriptionRow, journal
 from storage.vault.store import Store
 from tools.base import DigestMaker
 
@@ -36,10 +38,11 @@ class Digests:
         return await apply(self.core.db, user_id, request, channel=channel,
                            tz=tz or self.core.settings.tz)
 
-    def scheduler(self, deliver: Deliver, *, clock: Callable[[], datetime],
+    def scheduler(self, *, wake: Callable[[], None], clock: Callable[[], datetime],
                   poll_seconds: float = 60) -> DigestScheduler:
-        """The scheduler that sends subscribed digests (a slot is claimed before delivery)."""
-        return DigestScheduler(self.core.db, deliver, clock=clock, poll_seconds=poll_seconds)
+        """The scheduler that claims each due slot with its delivery job in the journal."""
+        return DigestScheduler(self.core.db, record_delivery, clock=clock,
+                               poll_seconds=poll_seconds, wake=wake)
 
     def maker(self, store: Store, user_id: str) -> DigestMaker:
         """The digest as the `generate_digest` tool makes it, for one person's turn."""
@@ -48,3 +51,16 @@ class Digests:
             result: dict[str, Any] = digest.to_dict()
             return result
         return make
+
+
+def scheduled_key(sub: SubscriptionRow, slot: datetime) -> str:
+    return f"digest:{sub.user_id}:{sub.kind}:{slot.isoformat()}"
+
+
+async def record_delivery(s: Any, sub: SubscriptionRow, slot: datetime) -> None:
+    """The scheduled digest's delivery as a job (in the slot's claim transaction `s`): made
+    and posted by the journal's workers, retried, posted once."""
+    await journal.record(s, key=scheduled_key(sub, slot), kind=JobKind.SCHEDULED_DIGEST,
+                         user_id=sub.user_id, lane=f"digest:{sub.user_id}",
+                         payload={"user": sub.user_id, "kind": sub.kind, "tz": sub.tz,
+                                  "channel": sub.channel, "day": slot.date().isoformat()})

@@ -50,6 +50,7 @@ class JobKind(StrEnum):
     TURN = "turn"  # a message: one turn of a conversation
     BUTTON = "button"  # a card's button (move, undo)
     DIGEST = "digest"  # /digest
+    SCHEDULED_DIGEST = "scheduled_digest"  # a subscribed digest's slot, claimed by its scheduler
     THREAD_STARTED = "thread_started"  # the assistant panel opened a thread
     THREAD_CONTEXT = "thread_context"  # the channel beside an assistant thread changed
     CAPTURE = "capture"  # a message captured: the Save-to-brain shortcut or the capture reaction

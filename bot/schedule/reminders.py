@@ -1,12 +1,20 @@
 """Due-date reminders: on the morning a note is due (its owner's time zone), its owner gets a
 DM with Done and Snooze-a-day buttons.
 
-The scheduler polls. For each person with notes, in the morning window of their own day
-(BRAIN_REMINDER_TIME until WINDOW later), it finds their open notes due that day and claims
-each (note, day) in the database; the claim and the delivery job are written in one
-transaction, so a reminder is claimed once across restarts and replicas and, once claimed,
-delivered by the journal's worker (retried, posted once). A morning the bot was down for
-entirely is skipped, like a digest missed by hours.
+The scheduler polls. Each tick reads, in one statement over the index of every vault, the
+open notes due yesterday, today or tomorrow (UTC: every time zone's today is one of them) and
+not claimed yet; for those whose owner is in the morning window of their own day
+(BRAIN_REMINDER_TIME until WINDOW later) and whose due date is that day, it claims the (note,
+day) in the database; the claim and the delivery job are written in one transaction, so a
+reminder is claimed once across restarts and replicas and, once claimed, delivered by the
+journal's worker (retried, posted once). A tick's work grows with the notes due, not with the
+people the bot knows. A morning the bot was down for entirely is skipped, like a digest
+missed by hours.
+
+What the index says is due: a note written through the bot is in it at once (either store);
+in the file store a note edited by hand in its file is seen once the background indexer has
+looked at that vault (the people this process served lately, every few seconds) or the
+person's next turn has, and the single owner's vault (BRAIN_OWNER) is looked at by each tick.
 """
 
 from __future__ import annotations
@@ -30,15 +38,10 @@ from tools.registry import Execution
 log = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=4)  # "the morning": from the reminder time on
-RECHECK = timedelta(minutes=10)  # a person's vault is looked at again after this (per process)
 TZ_MEMORY = timedelta(days=1)  # a user's Slack time zone is asked again after this
 # Slack's users.info allows ~100 calls a minute (tier 4): a tick asks at most this many, so a
 # first start among thousands of people spreads its questions over the ticks.
 ASKS_PER_TICK = 50
-# Reading a person's due notes costs ~5 ms (their vault brought up to date, four reads): a
-# tick reads at most this many, so 10,000 people whose morning starts together are all read
-# within the window's first hour, at ~2 % of a core, with turns going on between the ticks.
-CHECKS_PER_TICK = 200
 CATEGORIES = ("projects", "admin", "people", "ideas")
 
 TzLookup = Callable[[str], Awaitable[str | None]]
@@ -104,19 +107,30 @@ class Reminders:
                 await s.commit()
         return zones
 
-    async def due_on(self, user_id: str, day: date) -> list[q.NoteRow]:
-        """The user's open notes due on `day`."""
-        store = self.core.store_for(user_id)
-        await store.refresh()
-        vault = store.index.key  # the database store shares one key across machines
-        out = []
+    async def due_around(self, now: datetime) -> dict[str, list[q.NoteRow]]:
+        """Each person's open notes due on a day some time zone is living at `now` (the UTC
+        day and the ones either side), not yet claimed for that day; by person."""
+        today = now.astimezone(UTC).date()
+        days = [(today + timedelta(days=n)).isoformat() for n in (-1, 0, 1)]
+        await self._look_at_the_owners_vault()
         async with self.core.db.session() as s:
-            for category in CATEGORIES:
-                for row in await q.notes(s, vault, category=category,
-                                         due_on_or_before=day.isoformat()):
-                    if (row.due_date or "")[:10] == day.isoformat() and row.status != "done":
-                        out.append(row)
+            found = await q.due_in_any_vault(s, days, CATEGORIES)
+            claimed = await slack_state.claimed_reminders(s, days)
+        out: dict[str, list[q.NoteRow]] = {}
+        for vault, row in found:
+            person = self.core.person_of(vault)
+            if person is not None and \
+                    (person, row.id or row.path, (row.due_date or "")[:10]) not in claimed:
+                out.setdefault(person, []).append(row)
         return out
+
+    async def _look_at_the_owners_vault(self) -> None:
+        """The single owner's vault is brought up to date (its hand edits seen; a look at its
+        files, no database work while they are unchanged); many people's are left to the
+        indexer and their turns."""
+        owner = self.core.settings.owner
+        if owner and self.core.settings.store != "database":
+            await self.core.store_for(owner).refresh()
 
     async def claim(self, user_id: str, row: q.NoteRow, day: date) -> bool:
         """Claim the reminder and record its delivery job, in one transaction."""
@@ -170,50 +184,41 @@ class ReminderScheduler(Ticker):
         self.core = reminders.core
         self.tz_lookup = tz_lookup
         self.wake = wake
-        self._checked: dict[str, datetime] = {}  # person -> when their notes were last read
 
     def _in_window(self, local: datetime) -> bool:
         hour, minute = self.core.settings.reminder_at
         start = datetime.combine(local.date(), time(hour, minute), tzinfo=local.tzinfo)
         return start <= local < start + WINDOW
 
-    def _looked_into(self, zones: dict[str, str], now: datetime) -> list[tuple[str, datetime]]:
-        """Whose notes this tick looks into, with their local time: people in their morning
-        whose notes were not read lately (a few minutes ago: new notes due today are rare),
-        those not read for longest first, at most CHECKS_PER_TICK (a morning of thousands is
-        spread over the ticks, never one long burst)."""
-        self._checked = {u: t for u, t in self._checked.items() if now - t < TZ_MEMORY}
-        never = datetime.min.replace(tzinfo=UTC)
-        ready = []
-        for user, tz in zones.items():
-            local = now.astimezone(ZoneInfo(tz))
-            last = self._checked.get(user)
-            if self._in_window(local) and (last is None or last.date() != now.date()
-                                           or now - last >= RECHECK):
-                ready.append((last or never, user, local))
-        ready.sort(key=lambda r: (r[0], r[1]))
-        return [(user, local) for _, user, local in ready[:CHECKS_PER_TICK]]
+    def _in_their_morning(self, row: q.NoteRow, zone: str, now: datetime) -> date | None:
+        """The day to remind `row` on, when it is that day's morning where its owner is."""
+        local = now.astimezone(ZoneInfo(zone))
+        due = (row.due_date or "")[:10]
+        return local.date() if self._in_window(local) and due == local.date().isoformat() \
+            else None
 
     async def tick(self) -> list[tuple[str, str, str]]:
-        """Claim every reminder due now; returns (user, ref, day) of each claimed. One read
-        for everyone's time zone and pause; Slack is asked at most ASKS_PER_TICK times, and
-        at most CHECKS_PER_TICK people's notes are read."""
+        """Claim every reminder due now; returns (user, ref, day) of each claimed. Reads the
+        notes due around today in one statement, and only their owners' time zones and
+        pauses; Slack is asked at most ASKS_PER_TICK times."""
         now = self.now()
         claimed: list[tuple[str, str, str]] = []
+        due = await self.reminders.due_around(now)
+        if not due:
+            return claimed
         async with self.core.db.session() as s:
-            people = await slack_state.slack_users_with_receipts(s)
+            people = await slack_state.slack_users(s, due)
             stopped = bool(await slack_state.uninstalled_teams(s))
         if stopped:
             return claimed
-        awake = {user: row for user, row in people.items()  # (BRAIN_OWNER: the owner's)
-                 if (row is None or row.paused_at is None) and self.core.has_vault(user)}
+        awake = {user: row for user, row in people.items() if row is None or row.paused_at is None}
         zones = await self.reminders.zones(awake, self.tz_lookup, now, ASKS_PER_TICK)
-        for user, local in self._looked_into(zones, now):
-            self._checked[user] = now
+        for user, zone in zones.items():
             try:
-                for row in await self.reminders.due_on(user, local.date()):
-                    if await self.reminders.claim(user, row, local.date()):
-                        claimed.append((user, row.id or row.path, local.date().isoformat()))
+                for row in due[user]:
+                    day = self._in_their_morning(row, zone, now)
+                    if day is not None and await self.reminders.claim(user, row, day):
+                        claimed.append((user, row.id or row.path, day.isoformat()))
             except Exception:  # one person's trouble must not stop the others' reminders
                 log.exception("reminders for %s failed this round", user)
         if claimed:

@@ -160,8 +160,7 @@ class SlackBot:
         self.worker.start()
         if scheduler:
             self.scheduler = self.brain.digests.scheduler(
-                self.work.deliver_digest, clock=lambda: datetime.now(UTC),
-                poll_seconds=poll_seconds)
+                wake=self.wake, clock=lambda: datetime.now(UTC), poll_seconds=poll_seconds)
             self.reminder_scheduler = self.brain.reminders.scheduler(
                 tz_lookup=self.work.user_tz, wake=self.wake,
                 clock=lambda: datetime.now(UTC), poll_seconds=poll_seconds)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, column, func, or_, select, table, update
+from sqlalchemy import and_, column, func, literal_column, or_, select, table, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
@@ -101,6 +101,20 @@ async def notes(s: AsyncSession, vault: str, *, category: str,
     return [_note(r) for r in (await s.execute(query)).all()]
 
 
+async def due_in_any_vault(s: AsyncSession, days: Sequence[str],
+                           categories: Sequence[str]) -> list[tuple[str, NoteRow]]:
+    """(vault, note) of every vault's open notes (status not done) of `categories` whose
+    `due_date` falls on one of `days` (YYYY-MM-DD): one statement over the index of due days
+    (migration 0020), whoever the vaults belong to."""
+    # Literal arguments: an expression index is used only for the very expression it holds.
+    day = func.substr(_notes.c.due_date, literal_column("1"), literal_column("10"))
+    query = (select(_notes.c.vault, *_COLUMNS)
+             .where(day.in_(list(days)), _notes.c.category.in_(list(categories)),
+                    or_(_notes.c.status.is_(None), _notes.c.status != "done"))
+             .order_by(_notes.c.vault, _notes.c.path))
+    return [(r.vault, _note(r)) for r in (await s.execute(query)).all()]
+
+
 async def open_loop_projects(s: AsyncSession, vault: str, *, stale_before: float,
                              limit: int) -> list[NoteRow]:
     """Projects waiting or blocked, or active and unchanged since `stale_before`; blocked
@@ -173,5 +187,5 @@ async def claim_digest_slot(s: AsyncSession, sub_id: int, slot: datetime) -> boo
         .where(DigestSubscription.id == sub_id,
                or_(DigestSubscription.last_sent_at.is_(None),
                    DigestSubscription.last_sent_at < slot))
-        .values(last_sent_at=slot))
+        .values(last_sent_at=slot, due_at=None))  # the next tick works out the next slot
     return int(getattr(result, "rowcount", 0) or 0) == 1

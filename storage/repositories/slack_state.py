@@ -8,6 +8,7 @@ Every function takes an explicit `AsyncSession`; the caller commits. Portable SQ
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -16,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue
-from storage.models import Receipt, Reminder, SlackHome, SlackTeam, SlackUser, utcnow
+from storage.models import Reminder, SlackHome, SlackTeam, SlackUser, utcnow
 from storage.repositories.common import aware, not_empty, rowcount
 
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -186,18 +187,22 @@ async def prune_oauth_states(s: AsyncSession, now: datetime) -> int:
     return rowcount(result)
 
 
-async def slack_users_with_receipts(s: AsyncSession) -> dict[str, SlackUserRow | None]:
-    """Slack users who have filed anything (whose vaults the reminders look into), each with
-    their row (None: nothing known of them yet): two statements for everyone, not one read
-    per person."""
-    users = sorted(u for u in await s.scalars(select(Receipt.user_id).distinct())
-                   if SLACK_USER.match(u))
-    # Columns, not ORM objects: a tick reads every person's row (~5x cheaper at 10,000).
+async def slack_users(s: AsyncSession, user_ids: Iterable[str]) -> dict[str, SlackUserRow | None]:
+    """Each of `user_ids` that is a Slack person, with their row (None: nothing known of them
+    yet); one statement, whoever else the bot knows."""
+    users = sorted({u for u in user_ids if SLACK_USER.match(u)})
     found = await s.execute(select(SlackUser.user_id, SlackUser.tz, SlackUser.tz_checked_at,
                                    SlackUser.home_opened_at, SlackUser.paused_at,
-                                   SlackUser.model))
+                                   SlackUser.model).where(SlackUser.user_id.in_(users)))
     rows = {r[0]: SlackUserRow(*r) for r in found.all()}
     return {u: rows.get(u) for u in users}
+
+
+async def claimed_reminders(s: AsyncSession, days: Iterable[str]) -> set[tuple[str, str, str]]:
+    """(user, ref, day) of the reminders claimed for `days`."""
+    found = await s.execute(select(Reminder.user_id, Reminder.ref, Reminder.day)
+                            .where(Reminder.day.in_(list(days))))
+    return {(u, r, d) for u, r, d in found.all()}
 
 
 async def claim_reminder(s: AsyncSession, user_id: str, ref: str, day: str) -> bool:

@@ -1,4 +1,6 @@
-"""Digest subscriptions: one per user and kind (daily, weekly), with when it was last sent."""
+"""Digest subscriptions: one per user and kind (daily, weekly), with when it was last sent and
+when the scheduler next looks at it (`due_at`: the scheduler reads only the rows due, never
+everyone's)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.errors import InvalidValue, NotFound
@@ -28,12 +30,12 @@ class SubscriptionRow:
     channel: str | None
     last_sent_at: datetime | None
     created_at: datetime
-
+    due_at: datetime | None = None  # when the scheduler next looks (None: at its next tick)
 
 
 def _subscription(d: DigestSubscription) -> SubscriptionRow:
     return SubscriptionRow(d.id, d.user_id, d.kind, d.weekday, d.hour, d.minute, d.tz,
-                           d.channel, d.last_sent_at, d.created_at)
+                           d.channel, d.last_sent_at, d.created_at, d.due_at)
 
 
 
@@ -61,12 +63,14 @@ async def upsert_subscription(s: AsyncSession, user_id: str, kind: str, hour: in
                               weekday: int | None, tz: str,
                               channel: str | None) -> SubscriptionRow:
     """The user's one subscription of `kind`, created or changed. A daily digest ignores
-    `weekday` (stored as None); `last_sent_at` is kept so a change does not resend today."""
+    `weekday` (stored as None); `last_sent_at` is kept so a change does not resend today, and
+    `due_at` is cleared so the scheduler works out the new schedule's next slot."""
     not_empty(user_id, "user_id")
     _check_subscription(kind, hour, minute, weekday, tz)
     if kind == "daily":
         weekday = None
-    values = {"hour": hour, "minute": minute, "weekday": weekday, "tz": tz, "channel": channel}
+    values = {"hour": hour, "minute": minute, "weekday": weekday, "tz": tz, "channel": channel,
+              "due_at": None}
     stmt = dialect_insert(s, DigestSubscription)
     if stmt is not None:
         await s.execute(stmt.values(user_id=user_id, kind=kind, created_at=utcnow(), **values)
@@ -106,9 +110,37 @@ async def list_subscriptions(s: AsyncSession, user_id: str | None = None,
     return [_subscription(d) for d in await s.scalars(query)]
 
 
+async def due_subscriptions(s: AsyncSession, now: datetime) -> list[SubscriptionRow]:
+    """The subscriptions the scheduler looks at now: due by `due_at`, or never worked out
+    (an index probe: the rows of people whose digest is not due are not read)."""
+    aware(now, "now")
+    query = (select(DigestSubscription)
+             .where(or_(DigestSubscription.due_at.is_(None), DigestSubscription.due_at <= now))
+             .order_by(DigestSubscription.id))
+    return [_subscription(d) for d in await s.scalars(query)]
+
+
+def unchanged(sub: SubscriptionRow) -> ColumnElement[bool]:
+    """The row still has the schedule `sub` was read with (a change since clears `due_at`:
+    what was worked out from the old one must not overwrite it)."""
+    weekday = DigestSubscription.weekday
+    return (DigestSubscription.id == sub.id) & (DigestSubscription.kind == sub.kind) \
+        & (DigestSubscription.hour == sub.hour) & (DigestSubscription.minute == sub.minute) \
+        & (DigestSubscription.tz == sub.tz) \
+        & (weekday.is_(None) if sub.weekday is None else weekday == sub.weekday)
+
+
+async def set_due(s: AsyncSession, sub: SubscriptionRow, due_at: datetime) -> bool:
+    """Remember when `sub` is next due, unless its schedule changed since it was read."""
+    aware(due_at, "due_at")
+    result = await s.execute(update(DigestSubscription).where(unchanged(sub))
+                             .values(due_at=due_at))
+    return rowcount(result) == 1
+
+
 async def mark_sent(s: AsyncSession, sub_id: int, sent_at: datetime) -> None:
     aware(sent_at, "sent_at")
     result = await s.execute(update(DigestSubscription).where(DigestSubscription.id == sub_id)
-                             .values(last_sent_at=sent_at))
+                             .values(last_sent_at=sent_at, due_at=None))
     if rowcount(result) == 0:
         raise NotFound(f"no digest subscription {sub_id}")

@@ -41,10 +41,12 @@ class Clock:
 
 
 class Outbox:
+    """Records each delivery (in the claim's transaction, as the journal's job would be)."""
+
     def __init__(self) -> None:
         self.sent: list[tuple[str, str, datetime]] = []
 
-    async def __call__(self, sub: SubscriptionRow, slot: datetime) -> None:
+    async def __call__(self, s: object, sub: SubscriptionRow, slot: datetime) -> None:
         self.sent.append((sub.user_id, sub.kind, slot))
 
 
@@ -148,21 +150,26 @@ async def test_weekly_fires_on_its_weekday_only(db: Database) -> None:
     assert len(out.sent) == 1 and out.sent[0][2].weekday() == 4
 
 
-async def test_a_failing_delivery_does_not_stop_others_or_resend(db: Database) -> None:
+async def test_a_failing_record_does_not_stop_others_and_leaves_its_slot_for_the_next_tick(
+        db: Database) -> None:
+    """The claim and the delivery's job are one transaction: when recording the job fails,
+    the slot is not claimed either, and the next tick records it (once)."""
     await subscribe(db, "BAD", "daily", 8, 0, "UTC", created=utc(2026, 11, 1, 0))
     await subscribe(db, "OK", "daily", 8, 0, "UTC", created=utc(2026, 11, 1, 0))
     calls: list[str] = []
 
-    async def deliver(sub: SubscriptionRow, slot: datetime) -> None:
+    async def record(s: object, sub: SubscriptionRow, slot: datetime) -> None:
         calls.append(sub.user_id)
-        if sub.user_id == "BAD":
-            raise RuntimeError("slack is down")
+        if sub.user_id == "BAD" and calls.count("BAD") == 1:
+            raise RuntimeError("the database went away")
 
-    sched = DigestScheduler(db, deliver, Clock(utc(2026, 11, 2, 8, 1)))
-    sent = await sched.tick()
-    await sched.tick()
-    assert [s.user_id for s, _ in sent] == ["OK"]
-    assert sorted(calls) == ["BAD", "OK"]  # at most once each
+    sched = DigestScheduler(db, record, Clock(utc(2026, 11, 2, 8, 1)))
+    first = await sched.tick()
+    second = await sched.tick()
+    third = await sched.tick()
+    assert [s.user_id for s, _ in first] == ["OK"]
+    assert [s.user_id for s, _ in second] == ["BAD"] and third == []
+    assert sorted(calls) == ["BAD", "BAD", "OK"]
 
 
 async def test_run_and_stop(db: Database) -> None:
@@ -170,13 +177,71 @@ async def test_run_and_stop(db: Database) -> None:
     out = Outbox()
     sched = DigestScheduler(db, out, Clock(utc(2026, 11, 2, 8, 1)), poll_seconds=0.01)
 
-    async def deliver_then_stop(sub: SubscriptionRow, slot: datetime) -> None:
-        await out(sub, slot)
+    async def record_then_stop(s: object, sub: SubscriptionRow, slot: datetime) -> None:
+        await out(s, sub, slot)
         sched.stop()
 
-    sched.deliver = deliver_then_stop
+    sched.record = record_then_stop
     await sched.run()
     assert len(out.sent) == 1
+
+
+async def test_a_changed_schedule_is_not_held_to_the_old_ones_next_slot(db: Database) -> None:
+    """A tick remembers when each subscription is next due and reads only those; changing the
+    time must not leave the digest waiting for the old time."""
+    await subscribe(db, "U1", "daily", 8, 0, "UTC", created=utc(2026, 11, 1, 9))
+    clock, out = Clock(utc(2026, 11, 2, 7, 0)), Outbox()
+    sched = DigestScheduler(db, out, clock)
+    assert await sched.tick() == []  # worked out: next due at 08:00
+    await digest_command(db, "U1", "subscribe daily 07:30", channel="D1", tz="UTC")
+    clock.now = utc(2026, 11, 2, 7, 31)
+    await sched.tick()
+    assert out.sent == [("U1", "daily", datetime(2026, 11, 2, 7, 30, tzinfo=ZoneInfo("UTC")))]
+
+
+async def test_a_tick_reads_only_the_subscriptions_due(db: Database) -> None:
+    for n in range(30):
+        await subscribe(db, f"U{n}", "daily", 8 + n % 3, 0, "Europe/Berlin",
+                        created=utc(2026, 11, 1, 0))
+    sched = DigestScheduler(db, Outbox(), Clock(utc(2026, 11, 2, 5, 0)))
+    await sched.tick()
+    async with db.session() as s:
+        assert await repositories.due_subscriptions(s, utc(2026, 11, 2, 6, 59)) == []
+        at_eight = await repositories.due_subscriptions(s, utc(2026, 11, 2, 7, 0))  # Berlin 8:00
+    assert sorted(x.user_id for x in at_eight) == sorted(f"U{n}" for n in range(0, 30, 3))
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["daily", "weekly"]), hour=st.integers(0, 23),
+       minute=st.sampled_from([0, 15, 59]), weekday=st.integers(0, 6),
+       tz=st.sampled_from(["UTC", "Asia/Tokyo", "America/New_York", "Europe/Berlin",
+                           "Australia/Lord_Howe"]),
+       steps=st.lists(st.integers(1, 60 * 30), min_size=1, max_size=25))
+async def test_reading_only_the_due_rows_sends_what_reading_every_row_would(
+        tmp_path_factory: pytest.TempPathFactory, kind: str, hour: int, minute: int,
+        weekday: int, tz: str, steps: list[int]) -> None:
+    """The scheduler against the rule it stands for: at each tick, the latest slot is sent
+    if it is after the last one sent and less than MISSED_GRACE late (`due_slot` over the
+    row as it stands), whatever the ticks' spacing (minutes apart, or a day's outage)."""
+    db = await Database.open(fresh_url(tmp_path_factory.mktemp("due")))
+    try:
+        start = utc(2026, 10, 20, 0)
+        await subscribe(db, "U1", kind, hour, minute, tz, weekday=weekday, created=start)
+        clock, out = Clock(start), Outbox()
+        sched = DigestScheduler(db, out, clock)
+        async with db.session() as s:
+            [row] = await repositories.list_subscriptions(s)
+        expected = []
+        for step in steps:
+            clock.now += timedelta(minutes=step)
+            slot = due_slot(row, clock.now)
+            if slot is not None:
+                expected.append(slot)
+                row = SubscriptionRow(**{**row.__dict__, "last_sent_at": slot})
+            await sched.tick()
+        assert [x[2] for x in out.sent] == expected
+    finally:
+        await db.close()
 
 
 @settings(max_examples=200, deadline=None)

@@ -110,13 +110,13 @@ async def test_schedulers_ticking_at_the_same_instant_send_each_digest_once(
         await s.commit()
     sent: list[tuple[str, datetime]] = []
 
-    async def deliver(sub: SubscriptionRow, slot: datetime) -> None:
+    async def record(s: object, sub: SubscriptionRow, slot: datetime) -> None:
         sent.append((sub.user_id, slot))
         await asyncio.sleep(0.01)
 
     try:
         for minutes in (0, 0, 1, 30):  # the same slot seen again and again, by all four
-            ticks = [DigestScheduler(db, deliver, clock=lambda m=minutes: now +
+            ticks = [DigestScheduler(db, record, clock=lambda m=minutes: now +
                                      timedelta(minutes=m)).tick() for db in dbs]
             await asyncio.gather(*ticks)
     finally:

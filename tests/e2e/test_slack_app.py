@@ -190,8 +190,6 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
     from datetime import datetime
     from zoneinfo import ZoneInfo
 
-    from bot.digest import DigestScheduler
-
     await slack.file_dm()
     fields = payload("slash_command_digest_weekly.json")
     fields.update(text="subscribe daily 07:30", response_url=slack.fake.hook_url("sub"))
@@ -207,17 +205,45 @@ async def test_subscribed_digest_arrives_as_a_dm_in_the_users_time_zone_once(
     tokyo = ZoneInfo("Asia/Tokyo")
     now = datetime(2027, 1, 5, 7, 31, tzinfo=tokyo)  # a minute after the slot, user's time
     posts_before = len(slack.fake.calls_to("chat.postMessage"))
-    scheduler = DigestScheduler(slack.bot.brain.core.db, slack.bot.work.deliver_digest, clock=lambda: now)
+    digests = slack.bot.brain.digests
+    scheduler = digests.scheduler(wake=slack.bot.wake, clock=lambda: now)
     assert len(await scheduler.tick()) == 1
+    await slack.settle()  # the journal's worker makes and posts it
     posts = slack.fake.calls_to("chat.postMessage")[posts_before:]
     assert len(posts) == 1 and posts[0].body["channel"] == DM
-    assert "digest" in posts[0].body["text"].lower()
+    assert "daily digest" in posts[0].body["text"].lower()
+    assert "Tue 5 Jan 2027" in str(posts[0].body["blocks"])  # the slot's day, the person's
     # never twice: the same tick again, and a restarted scheduler, send nothing
     assert await scheduler.tick() == []
-    restarted = DigestScheduler(slack.bot.brain.core.db, slack.bot.work.deliver_digest, clock=lambda: now)
+    restarted = digests.scheduler(wake=slack.bot.wake, clock=lambda: now)
     assert await restarted.tick() == []
+    await slack.settle()
     assert len(slack.fake.calls_to("chat.postMessage")) == posts_before + 1
     slack.check_cards()
+
+
+async def test_a_scheduled_digest_slack_refused_is_posted_once_later(slack: Harness) -> None:
+    """A digest's slot is claimed with its delivery job: Slack failing the post does not
+    lose the digest (it used to be logged and dropped), and it still comes only once."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    await slack.file_dm()
+    async with slack.bot.brain.core.db.session() as s:
+        await repositories.upsert_subscription(s, USER, "daily", 7, 30, None, "Asia/Tokyo", None)
+        await s.commit()
+    now = datetime(2027, 1, 5, 7, 31, tzinfo=ZoneInfo("Asia/Tokyo"))
+    slack.fake.fail_next("chat.postMessage", status=200, error="fatal_error")  # no SDK retry
+    posts_before = len(slack.fake.calls_to("chat.postMessage"))
+    assert len(await slack.bot.brain.digests.scheduler(wake=slack.bot.wake,
+                                                       clock=lambda: now).tick()) == 1
+    await slack.fake.wait_for("chat.postMessage", posts_before + 2, timeout=60)
+    await slack.settle()
+    posts = [c for c in slack.fake.calls_to("chat.postMessage")[posts_before:]]
+    delivered = [c for c in posts if c.response and c.response.get("ok")]
+    assert len(posts) == 2 and len(delivered) == 1
+    assert delivered[0].body["channel"] == "D" + USER[1:]  # the DM conversations.open gave
+    assert "daily digest" in delivered[0].body["text"].lower()
 
 
 async def test_finished_jobs_are_forgotten_after_a_day_open_ones_never(slack: Harness) -> None:

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from datetime import date
 
+from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
 from bot.digest import DigestRequest
 from bot.jobs.queue import JobContext
 from bot.slack import cards, web
-from bot.slack.installs import NotInstalled, Workspaces
+from bot.slack.installs import Workspaces
 from bot.tenancy.people import slack_user
 
 log = logging.getLogger(__name__)
@@ -59,19 +60,27 @@ class DigestWork:
             log.warning("users.info for %s failed, using BRAIN_TZ: %s", user_id, exc)
             return None
 
-    async def deliver_digest(self, sub: Any, slot: Any) -> None:
-        """A scheduled digest, as a DM (a user id as the channel opens the bot's DM)."""
-        if await self.brain.accounts.stopped_for(sub.user_id):
-            log.info("digest for %s not sent: the app or the user is paused", sub.user_id)
+    async def scheduled(self, job: JobContext) -> None:
+        """A subscribed digest's slot (claimed by bot/digest/schedule.py), as a DM or in the
+        channel it was asked in, posted once; in the job's workspace (its handler's wrap)."""
+        p = job.job.payload
+        user = p["user"]
+        if job.result.get("reply_ts"):
             return
-        digest = await self.brain.digests.make(user_id=sub.user_id, kind=sub.kind,
-                                         today=slot.date(), tz=sub.tz)
-        msg = cards.digest_message(digest)
-        try:
-            workspace = await self.workspaces.of_person(sub.user_id)
-        except NotInstalled as exc:
-            log.info("digest for %s not sent: %s", sub.user_id, exc)
+        if await self.brain.accounts.stopped_for(user):
+            log.info("digest for %s not sent: the app or the user is paused", user)
             return
-        with workspace:
-            await self.client.chat_postMessage(channel=sub.channel or slack_user(sub.user_id),
-                                               text=msg.text, blocks=msg.blocks)
+        channel = p.get("channel") or job.result.get("dm")
+        if not channel:
+            try:
+                channel = await web.open_dm(self.client, user)
+            except SlackClientError as exc:
+                if web.permanent(exc):
+                    log.warning("digest %s: cannot DM %s (%s)", job.job.id, user,
+                                web.error_code(exc))
+                    return
+                raise
+            await job.remember(dm=channel)
+        digest = await self.brain.digests.make(user_id=user, kind=p["kind"],
+                                               today=date.fromisoformat(p["day"]), tz=p["tz"])
+        await web.post_once(self.client, job, channel, None, cards.digest_message(digest))

@@ -47,8 +47,7 @@ class SlackWork:
         self.turns = TurnWork(brain, client, settings, title=self.threads.title,
                               refresh_home=self.home.refresh)
         self.notices = Notices(client)
-        # what the schedulers call (bot/slack/app.py)
-        self.deliver_digest = self.digests.deliver_digest
+        # what the reminder scheduler calls (bot/slack/app.py)
         self.user_tz = self.digests.user_tz
 
     async def _refresh_home(self, user: str) -> None:
@@ -57,7 +56,8 @@ class SlackWork:
     def handlers(self) -> dict[str, Handler]:
         handlers = owner_only(self.settings.owner, self.client, {
             JobKind.TURN: self.turns.turn, JobKind.BUTTON: self.buttons.button,
-            JobKind.DIGEST: self.digests.digest, JobKind.OPEN_NOTE: self.buttons.open_note,
+            JobKind.DIGEST: self.digests.digest,
+            JobKind.SCHEDULED_DIGEST: self.digests.scheduled, JobKind.OPEN_NOTE: self.buttons.open_note,
             **self.threads.handlers(), JobKind.SLOW_DOWN: self.notices.slow_down,
             **self.captures.handlers(), **self.home.handlers(), **self.reminders.handlers()})
         return {kind: self.workspaces.wrap(_with_origin(self.brain, handler))
