@@ -7,7 +7,10 @@
   processes (`done`, or `not_done`: failed, sent back, taken over);
 - `brain_llm_request_seconds{provider}`: each request to the model, and
   `brain_llm_errors_total{provider,kind}` the ones that failed (`timeout`, `rate_limited`,
-  `overloaded`, `auth`, `unavailable`, ...).
+  `overloaded`, `auth`, `unavailable`, ...);
+- `brain_index_lag_seconds`: how long the oldest write has waited for its vectors (search
+  by meaning; the words index is written with the note), the largest of the processes',
+  set by each one's background indexer every pass (~2 s).
 
 `brain serve --workers N` runs N processes behind one socket, so a scrape lands in any of them:
 their figures are kept in files of one folder (prometheus_client's multiprocess mode,
@@ -59,11 +62,12 @@ class _Figures:
     job_seconds: Any
     llm_seconds: Any
     llm_errors: Any
+    index_lag: Any
 
 
 @functools.cache
 def _figures() -> _Figures:
-    from prometheus_client import Counter, Histogram
+    from prometheus_client import Counter, Gauge, Histogram
 
     return _Figures(
         Histogram("brain_job_seconds", "How long a run of a job took.", ["kind", "outcome"],
@@ -71,7 +75,16 @@ def _figures() -> _Figures:
         Histogram("brain_llm_request_seconds", "How long a request to the model took.",
                   ["provider"], buckets=BUCKETS),
         Counter("brain_llm_errors", "Requests to the model that failed.",
-                ["provider", "kind"]))
+                ["provider", "kind"]),
+        # A scrape shows the largest of the processes' (each sets its own every ~2 s).
+        Gauge("brain_index_lag_seconds", "Seconds since the oldest write whose notes still "
+              "wait for their vectors (0: none).", multiprocess_mode="livemax"))
+
+
+def index_lag(seconds: float) -> None:
+    """The background indexer's lag (storage/index/indexer.py `Indexer.lag`), each pass."""
+    with _never_fails():
+        _figures().index_lag.set(seconds)
 
 
 def job_ran(kind: str, done: bool, seconds: float) -> None:

@@ -113,10 +113,11 @@ class Stores:
         whose history holds changes it could not record are watched from the start, so
         their first rescan records them."""
         if self.indexer is None:
+            from bot import metrics
             from storage.history.health import vaults_behind
             from storage.index.indexer import Indexer
 
-            self.indexer = Indexer(self.db, self.meaning)
+            self.indexer = Indexer(self.db, self.meaning, on_lag=metrics.index_lag)
             for store in self._stores:
                 self._keep(store)
             for root in vaults_behind(self.history_root):

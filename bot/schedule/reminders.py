@@ -38,6 +38,8 @@ from tools.registry import Execution
 log = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=4)  # "the morning": from the reminder time on
+EARLIEST_ZONE = timedelta(hours=14)  # UTC+14 (Kiribati) lives a day first
+LATEST_ZONE = timedelta(hours=12)  # UTC-12 last
 TZ_MEMORY = timedelta(days=1)  # a user's Slack time zone is asked again after this
 # Slack's users.info allows ~100 calls a minute (tier 4): a tick asks at most this many, so a
 # first start among thousands of people spreads its questions over the ticks.
@@ -45,6 +47,22 @@ ASKS_PER_TICK = 50
 CATEGORIES = ("projects", "admin", "people", "ideas")
 
 TzLookup = Callable[[str], Awaitable[str | None]]
+
+
+def morning_days(now: datetime, reminder_at: tuple[int, int]) -> list[str]:
+    """The days (YYYY-MM-DD) whose reminder morning is under way in some time zone at
+    `now`: one, or two in the hours when the earliest zones' next morning has begun while
+    the latest zones' is not over (zones run from UTC-12 to UTC+14)."""
+    hour, minute = reminder_at
+    start = timedelta(hours=hour, minutes=minute)
+    now = now.astimezone(UTC)
+    days = []
+    for n in (-1, 0, 1):
+        day = now.date() + timedelta(days=n)
+        midnight = datetime.combine(day, time(0), tzinfo=UTC)
+        if midnight + start - EARLIEST_ZONE <= now < midnight + start + WINDOW + LATEST_ZONE:
+            days.append(day.isoformat())
+    return days
 
 
 def reminder_key(user_id: str, ref: str, day: str) -> str:
@@ -107,21 +125,19 @@ class Reminders:
                 await s.commit()
         return zones
 
-    async def due_around(self, now: datetime) -> dict[str, list[q.NoteRow]]:
-        """Each person's open notes due on a day some time zone is living at `now` (the UTC
-        day and the ones either side), not yet claimed for that day; by person."""
-        today = now.astimezone(UTC).date()
-        days = [(today + timedelta(days=n)).isoformat() for n in (-1, 0, 1)]
+    async def due_around(self, now: datetime) -> dict[str, list[q.DueNote]]:
+        """Each person's open notes due on a day whose reminder morning is under way
+        somewhere at `now`, not yet claimed for that day; by person."""
+        days = morning_days(now, self.core.settings.reminder_at)
         await self._look_at_the_owners_vault()
         async with self.core.db.session() as s:
             found = await q.due_in_any_vault(s, days, CATEGORIES)
             claimed = await slack_state.claimed_reminders(s, days)
-        out: dict[str, list[q.NoteRow]] = {}
-        for vault, row in found:
-            person = self.core.person_of(vault)
-            if person is not None and \
-                    (person, row.id or row.path, (row.due_date or "")[:10]) not in claimed:
-                out.setdefault(person, []).append(row)
+        out: dict[str, list[q.DueNote]] = {}
+        for note in found:
+            person = self.core.person_of(note.vault)
+            if person is not None and (person, note.id or note.path, note.due_date) not in claimed:
+                out.setdefault(person, []).append(note)
         return out
 
     async def _look_at_the_owners_vault(self) -> None:
@@ -132,7 +148,7 @@ class Reminders:
         if owner and self.core.settings.store != "database":
             await self.core.store_for(owner).refresh()
 
-    async def claim(self, user_id: str, row: q.NoteRow, day: date) -> bool:
+    async def claim(self, user_id: str, row: q.DueNote, day: date) -> bool:
         """Claim the reminder and record its delivery job, in one transaction."""
         ref = row.id or row.path
         async with self.core.db.session() as s:
@@ -190,12 +206,11 @@ class ReminderScheduler(Ticker):
         start = datetime.combine(local.date(), time(hour, minute), tzinfo=local.tzinfo)
         return start <= local < start + WINDOW
 
-    def _in_their_morning(self, row: q.NoteRow, zone: str, now: datetime) -> date | None:
+    def _in_their_morning(self, row: q.DueNote, zone: str, now: datetime) -> date | None:
         """The day to remind `row` on, when it is that day's morning where its owner is."""
         local = now.astimezone(ZoneInfo(zone))
-        due = (row.due_date or "")[:10]
-        return local.date() if self._in_window(local) and due == local.date().isoformat() \
-            else None
+        return local.date() if self._in_window(local) and \
+            row.due_date == local.date().isoformat() else None
 
     async def tick(self) -> list[tuple[str, str, str]]:
         """Claim every reminder due now; returns (user, ref, day) of each claimed. Reads the

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 WINDOW_NOTES = 256
 BATCH_NOTES = 48
 SCAN_EVERY = 2.0
+EVERYWHERE = ""  # the key of a write somewhere (no vault named: a start, a failure)
 SLOW_SCAN_FACTOR = 10.0
 PRUNE_EVERY = 60.0  # seconds between checks for vectors no note uses, per vault
 # After a wake the embedder waits until writes pause for SETTLE seconds (at most MAX_SETTLE):
@@ -157,16 +158,21 @@ class Indexer:
     """Keeps the watched vaults' index fresh and embedded, in the background."""
 
     def __init__(self, db: Database, meaning: Meaning, *, scan_every: float = SCAN_EVERY,
-                 batch: int = BATCH_NOTES) -> None:
+                 batch: int = BATCH_NOTES,
+                 on_lag: Callable[[float], None] | None = None) -> None:
         self.db = db
         self.meaning = meaning
         self.scan_every = scan_every
         self.batch = batch
+        self.on_lag = on_lag  # told `lag()` after each look at the files (`/metrics`)
         self._stores: dict[str, Store] = {}
         self._wake: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._written: set[str] = set()  # vaults to look at for notes without vectors
         self._everywhere = True  # ... or every vault watched (at the start, after a failure)
+        # vault (or EVERYWHERE) -> when it was first written with its vectors still to make
+        self._since: dict[str, float] = {}
+        self._no_model = False  # the model cannot load: there are no vectors to wait for
         self._embedded_at: dict[str, int] = {}  # vault -> generation with nothing pending
         self._pruned_at: dict[str, float] = {}
         self.last_error: str | None = None
@@ -185,6 +191,7 @@ class Indexer:
         self._embedded_at.pop(vault_key, None)
         self._pruned_at.pop(vault_key, None)
         self._written.discard(vault_key)
+        self._since.pop(vault_key, None)
 
     def wake(self, vault_key: str | None = None) -> None:
         """Something was written (in the vault `vault_key`; None: in any of them): look for
@@ -193,8 +200,16 @@ class Indexer:
             self._everywhere = True
         else:
             self._written.add(vault_key)
+        self._since.setdefault(vault_key or EVERYWHERE, time.monotonic())
         if self._wake is not None:
             self._wake.set()
+
+    def lag(self) -> float:
+        """The index's lag: seconds since the oldest write whose notes may still wait for
+        their vectors in this process (0: none; the words index is written with the note)."""
+        if self._no_model or not self._since:
+            return 0.0
+        return max(0.0, time.monotonic() - min(self._since.values()))
 
     @property
     def running(self) -> bool:
@@ -221,9 +236,13 @@ class Indexer:
     async def _scan_loop(self) -> None:
         while True:
             slowest = 0.0
-            for store in list(self._stores.values()):
+            stores = list(self._stores.values())
+            behind = await self._mirrors_behind(stores)
+            for store in stores:
+                hint = None if behind is None or store.mirror is None \
+                    else store.index.key in behind
                 try:
-                    stats = await store.look()  # no database work when no file changed
+                    stats = await store.look(hint)  # no database work when no file changed
                 except Exception as exc:  # the next pass tries again; a turn rescans itself
                     self._failed("rescan of the vault failed", exc)
                     continue
@@ -232,7 +251,24 @@ class Indexer:
                 slowest = max(slowest, stats.seconds)
                 if stats.added or stats.updated or stats.removed:
                     self.wake(store.index.key)
+            if self.on_lag is not None:
+                self.on_lag(self.lag())
             await asyncio.sleep(max(self.scan_every, SLOW_SCAN_FACTOR * slowest))
+
+    async def _mirrors_behind(self, stores: list[Store]) -> set[str] | None:
+        """The database store's vaults that other machines wrote since their mirror's last
+        pull, asked for all at once (not a transaction per vault every pass); None when
+        the question failed (each vault asks for itself then)."""
+        from storage.vault.mirror import mirrors_behind
+
+        mirrors = [s.mirror for s in stores if s.mirror is not None]
+        if not mirrors:
+            return None
+        try:
+            return await mirrors_behind(self.db, mirrors)
+        except Exception as exc:
+            self._failed("the look at the mirrors failed", exc)
+            return None
 
     async def _embed_loop(self) -> None:
         assert self._wake is not None
@@ -243,23 +279,36 @@ class Indexer:
             await self._wake.wait()
             await self._settle()
             if not await self.meaning.ready():
+                self._no_model = True
                 continue  # no model: the words index is all there is (logged once at load)
-            # The vaults written since the last look (every one after a start or a failure),
-            # not every vault watched: a capture costs one vault's look, however many people.
-            keys = list(self._stores) if self._everywhere else \
-                [k for k in self._stores if k in self._written]
-            self._everywhere, self._written = False, set()
-            for key in keys:
-                try:
-                    if not await self._embed_vault(key):  # another process embeds it now:
-                        self._written.add(key)  # looked at again when it may be done
-                except Exception as exc:
-                    self._failed("embedding failed", exc)
-                    self._everywhere = True
-                    await asyncio.sleep(self.scan_every)  # not in a tight loop
+            await self._embed_written()
             if self._written or self._everywhere:
                 await asyncio.sleep(BUSY_RETRY)
                 self._wake.set()
+
+    async def _embed_written(self) -> None:
+        """The vaults written since the last look (every one after a start or a failure), not
+        every vault watched: a capture costs one vault's look, however many people."""
+        keys = list(self._stores) if self._everywhere else \
+            [k for k in self._stores if k in self._written]
+        for gone in [k for k in self._since if k != EVERYWHERE and k not in self._stores]:
+            del self._since[gone]  # written, then no longer watched: nothing to wait for here
+        taken = {k: self._since.pop(k) for k in [*keys, EVERYWHERE] if k in self._since}
+        self._everywhere, self._written = False, set()
+        for key in keys:
+            try:
+                if await self._embed_vault(key):
+                    taken.pop(key, None)
+                else:  # another process embeds it now: looked at again when it may be done
+                    self._written.add(key)
+            except Exception as exc:
+                self._failed("embedding failed", exc)
+                self._everywhere = True
+                await asyncio.sleep(self.scan_every)  # not in a tight loop
+        if not self._everywhere:
+            taken.pop(EVERYWHERE, None)
+        for key, since in taken.items():  # still waiting: their lag goes on from then
+            self._since[key] = min(since, self._since.get(key, since))
 
     async def _settle(self) -> None:
         """Wait until no write has woken us for SETTLE seconds, or MAX_SETTLE in all."""

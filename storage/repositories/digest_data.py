@@ -101,18 +101,30 @@ async def notes(s: AsyncSession, vault: str, *, category: str,
     return [_note(r) for r in (await s.execute(query)).all()]
 
 
+@dataclass(frozen=True)
+class DueNote:
+    """A note due on a day, as the reminders need it (no frontmatter read)."""
+
+    vault: str
+    path: str
+    id: str | None
+    name: str
+    due_date: str
+
+
 async def due_in_any_vault(s: AsyncSession, days: Sequence[str],
-                           categories: Sequence[str]) -> list[tuple[str, NoteRow]]:
-    """(vault, note) of every vault's open notes (status not done) of `categories` whose
-    `due_date` falls on one of `days` (YYYY-MM-DD): one statement over the index of due days
-    (migration 0020), whoever the vaults belong to."""
+                           categories: Sequence[str]) -> list[DueNote]:
+    """Every vault's open notes (status not done) of `categories` whose `due_date` falls on
+    one of `days` (YYYY-MM-DD): one statement over the index of due days (migration 0020),
+    whoever the vaults belong to."""
     # Literal arguments: an expression index is used only for the very expression it holds.
     day = func.substr(_notes.c.due_date, literal_column("1"), literal_column("10"))
-    query = (select(_notes.c.vault, *_COLUMNS)
+    query = (select(_notes.c.vault, _notes.c.path, _notes.c.id, _notes.c.name, day)
              .where(day.in_(list(days)), _notes.c.category.in_(list(categories)),
                     or_(_notes.c.status.is_(None), _notes.c.status != "done"))
              .order_by(_notes.c.vault, _notes.c.path))
-    return [(r.vault, _note(r)) for r in (await s.execute(query)).all()]
+    return [DueNote(vault, path, id_, name_text(name or "") or path, due)
+            for vault, path, id_, name, due in (await s.execute(query)).all()]
 
 
 async def open_loop_projects(s: AsyncSession, vault: str, *, stale_before: float,

@@ -30,7 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +140,10 @@ class Mirror:
                 "SELECT greatest((SELECT max(seq) FROM vault_files WHERE vault = :v), "
                 "(SELECT max(seq) FROM vault_objects WHERE vault = :v), "
                 "(SELECT max(seq) FROM vault_heads WHERE vault = :v))"), {"v": self.key})
+        return self.behind_of(top)
+
+    def behind_of(self, top: int | None) -> bool:
+        """Behind a vault whose newest row is `top` (None: it has none)?"""
         state = self._state()
         return not state.get("ready") or (
             top is not None and int(top) > int(state.get("seq", 0)))
@@ -366,3 +370,19 @@ class Mirror:
             if path.is_file() and not path.is_symlink() and not TEMP_NAME.match(path.name):
                 out.append(path.relative_to(self.vault.root).as_posix())
         return out
+
+
+async def mirrors_behind(db: Database, mirrors: Sequence[Mirror]) -> set[str]:
+    """The keys of `mirrors` whose vault holds rows their mirror has not seen, in one
+    statement for all (the background indexer's look at every vault it watches; one
+    mirror's own check is `Mirror.behind`)."""
+    if not mirrors:
+        return set()
+    async with db.session() as s:
+        rows = (await s.execute(text(
+            "SELECT v, greatest((SELECT max(seq) FROM vault_files WHERE vault = v), "
+            "(SELECT max(seq) FROM vault_objects WHERE vault = v), "
+            "(SELECT max(seq) FROM vault_heads WHERE vault = v)) "
+            "FROM unnest(CAST(:vs AS text[])) AS v"), {"vs": [m.key for m in mirrors]})).all()
+    tops = {str(v): top for v, top in rows}
+    return {m.key for m in mirrors if m.behind_of(tops.get(m.key))}

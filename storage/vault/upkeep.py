@@ -93,13 +93,18 @@ class Upkeep:
             return RefreshStats(changed=tuple(changed))
         return await self.rescan()
 
-    async def look(self) -> RefreshStats | None:
+    async def look(self, behind: bool | None = None) -> RefreshStats | None:
         """The background indexer's look (storage/index/indexer.py): `refresh`, unless the
         vault's files (paths, times, sizes) are as they were when its last look rescanned
         them; then None, with no database work at all (the index matched those files; a
         read still counts the index as freshly scanned). A look that rescans keeps the files
-        as they were before it, so a change made during the rescan is looked at again."""
-        if self.mirror is not None or (self.history is not None and self.history.pending.behind):
+        as they were before it, so a change made during the rescan is looked at again.
+        In the database store, `behind=False` (the indexer asked for all its vaults at once:
+        `mirror.mirrors_behind`) says the mirror is up to date: nothing to do."""
+        pending = self.history is not None and self.history.pending.behind
+        if self.mirror is not None and behind is False and not pending:
+            return None
+        if self.mirror is not None or pending:
             return await self.refresh()
         seen = await asyncio.to_thread(disk_print, self.vault)
         if self.vault.leftovers:  # a crashed write's temp file: cleaned, as a rescan does

@@ -82,6 +82,8 @@ async def test_metrics_count_every_processs_work_whichever_answers(
             assert total(samples, "brain_llm_request_seconds_count", provider="OpenAI") >= 6
             assert total(samples, "brain_jobs", kind="turn") == 0
             assert total(samples, "brain_llm_errors_total") == 0
+            lag = [v for (n, _), v in samples.items() if n == "brain_index_lag_seconds"]
+            assert len(lag) == 1 and 0 <= lag[0] < 60  # one figure, the processes' largest
 
         llm.hold()  # a turn waiting for the model is running, and says so
         assert (await send.event(message_event("Idea 9: bees", event_id="EvM9",

@@ -224,3 +224,46 @@ async def _both(machines: list[Machine]) -> dict[str, bytes]:
     first, second = (m.files() for m in machines)
     assert first == second
     return first
+
+
+async def test_the_indexers_look_asks_once_for_all_its_mirrors_and_pulls_the_one_behind(
+        tmp_path: Path, db: Database) -> None:
+    """A machine watching many people's vaults: each pass asks the database about all of
+    them in one statement (not one transaction per vault every two seconds), and a note
+    another machine wrote reaches this machine's mirror with no read asking for it."""
+    from sqlalchemy import event
+
+    from storage.index.indexer import Indexer
+    from storage.meaning.shared_model import Meaning
+
+    here = [Machine(tmp_path / "here", db, key=f"db:U{n}") for n in range(8)]
+    there = Machine(tmp_path / "there", db, key="db:U3")
+    for machine in here:
+        await machine.store.list()  # each mirror made ready
+    indexer = Indexer(db, Meaning.off(), scan_every=0.05)
+    for machine in here:
+        indexer.watch(machine.store)
+    statements: list[str] = []
+
+    def heard(_conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    indexer.start()
+    try:
+        await asyncio.sleep(0.5)  # passes over vaults with nothing new
+        event.listen(db.engine.sync_engine, "before_cursor_execute", heard)
+        await asyncio.sleep(1.0)
+        event.remove(db.engine.sync_engine, "before_cursor_execute", heard)
+        looks = [s for s in statements if "vault_heads" in s]
+        assert looks and all("unnest" in s for s in looks), looks[:3]
+
+        with changing("U3", "cli there"):
+            kites = await there.store.create("ideas", "Kites", {}, "Kites over the bay\n")
+        mirrored = here[3].store.vault.root / kites.path
+        for _ in range(200):
+            if mirrored.is_file():
+                break
+            await asyncio.sleep(0.05)
+        assert mirrored.read_bytes() == there.files()[kites.path]
+    finally:
+        await indexer.close()

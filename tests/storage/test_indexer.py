@@ -222,3 +222,47 @@ async def test_a_write_in_one_vault_makes_no_database_work_for_the_others(
     finally:
         await indexer.close()
         await db.close()
+
+
+@needs_model
+async def test_the_index_lag_counts_from_a_write_until_its_vectors_are_made(
+        tmp_path: Path) -> None:
+    """What `/metrics` shows as `brain_index_lag_seconds`: 0 while nothing waits; from a
+    write, the seconds it has waited, growing, until its note is found by meaning; 0 again."""
+    db = await Database.open(fresh_url(tmp_path))
+    told: list[float] = []
+    indexer = Indexer(db, MEANING, scan_every=0.1, on_lag=told.append)
+    store = Store(Vault(tmp_path / "vault"), db, meaning=MEANING, fresh_within=30,
+                  on_write=indexer.wake)
+    indexer.watch(store)
+    indexer.start()
+    try:
+        await _until(lambda: _lag_is(indexer, 0.0), 60)  # the empty vault looked at
+        entry = await store.create("projects", "Q3 budget", {},
+                                   "How much money each team gets from July to September.\n")
+        first = indexer.lag()
+        assert first > 0.0
+        await asyncio.sleep(0.05)
+        assert indexer.lag() > first  # still waiting, and for longer
+
+        async def embedded() -> bool:
+            found = await store.search("spending for the summer quarter")
+            return any(e.path == entry.path and "meaning" in (e.signals or {})
+                       for e in found.entries)
+
+        await _until(embedded, 30)
+        await _until(lambda: _lag_is(indexer, 0.0), 10)
+        told.clear()
+        await _until(lambda: _told(told), 10)
+        assert told[-1] == 0.0 and max(told) == 0.0  # what the metric is set to each pass
+    finally:
+        await indexer.close()
+        await db.close()
+
+
+async def _lag_is(indexer: Indexer, value: float) -> bool:
+    return indexer.lag() == value
+
+
+async def _told(told: list[float]) -> bool:
+    return len(told) >= 2
