@@ -2,8 +2,8 @@
 DM with Done and Snooze-a-day buttons.
 
 The scheduler polls. Each tick reads, in one statement over the index of every vault, the
-open notes due yesterday, today or tomorrow (UTC: every time zone's today is one of them) and
-not claimed yet; for those whose owner is in the morning window of their own day
+open notes due on the days whose reminder morning is under way in some time zone (one day,
+two in the evening hours UTC: `morning_days`) and not claimed yet; for those whose owner is in the morning window of their own day
 (BRAIN_REMINDER_TIME until WINDOW later) and whose due date is that day, it claims the (note,
 day) in the database; the claim and the delivery job are written in one transaction, so a
 reminder is claimed once across restarts and replicas and, once claimed, delivered by the
@@ -146,7 +146,7 @@ class Reminders:
         indexer and their turns."""
         owner = self.core.settings.owner
         if owner and self.core.settings.store != "database":
-            await self.core.store_for(owner).refresh()
+            await self.core.store_for(owner).look()
 
     async def claim(self, user_id: str, row: q.DueNote, day: date) -> bool:
         """Claim the reminder and record its delivery job, in one transaction."""

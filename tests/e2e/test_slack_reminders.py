@@ -177,3 +177,19 @@ async def test_a_due_note_in_a_folder_that_is_no_ones_vault_gets_no_reminder(
     await elsewhere.create("admin", "Someone else's passport",
                            {"status": "todo", "due_date": DUE.isoformat()}, "")
     assert await scheduler(slack, at(DUE, 8)).tick() == []
+
+
+async def test_the_single_owners_note_edited_by_hand_is_reminded(tmp_path: Path) -> None:
+    """BRAIN_OWNER: the vault is theirs, edited in Obsidian as much as through the bot. A due
+    date typed into a note's file is seen by the next tick, after a restart too (no turn
+    of theirs has looked at the vault since)."""
+    async with running_bot(tmp_path, BRAIN_OWNER=USER) as h:
+        vault = h.brain.store_for(USER).vault.root
+        (vault / "admin").mkdir(parents=True, exist_ok=True)
+        (vault / "admin" / "passport.md").write_text(
+            f"---\nname: Renew passport\nstatus: todo\ndue_date: {DUE.isoformat()}\n---\n"
+            "Photos first.\n", encoding="utf-8")
+        sent = await scheduler(h, at(DUE, 8)).tick()
+        assert [(user, day) for user, _, day in sent] == [(USER, DUE.isoformat())]
+        await h.settle()
+        assert len(reminders(h)) == 1 and "Renew passport" in str(reminders(h)[0]["text"])
