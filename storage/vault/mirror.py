@@ -32,7 +32,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dulwich.objects import ObjectID, ShaFile
 from sqlalchemy import text
@@ -69,6 +69,14 @@ def _remote_head(state: str | None) -> ObjectID | None:
     return ObjectID(found.encode()) if isinstance(found, str) and len(found) == 40 else None
 
 
+class Index(Protocol):
+    """What indexes a write's files in the transaction that sends them (the Store's index)."""
+
+    async def rows(self, session: AsyncSession, rels: list[str]) -> None: ...
+
+    def written(self, rels: list[str]) -> None: ...
+
+
 @dataclass(frozen=True)
 class Pulled:
     paths: list[str]  # files the pull changed in the mirror
@@ -83,26 +91,49 @@ class Mirror:
         self.key = vault.key
         self.state_path = history.path / STATE
         self._wrote: list[str] | None = None  # the paths the write now under way changed
+        self._reindex: list[str] = []  # of them, the ones to index as they are sent
+        self._nested = 0  # writes under way inside the one under way
 
     @contextlib.asynccontextmanager
     async def writing(self, lock: contextlib.AbstractAsyncContextManager[None],
-                      pulled: Callable[[list[str]], Awaitable[None]]) -> AsyncIterator[None]:
+                      pulled: Callable[[list[str]], Awaitable[None]],
+                      index: Index | None = None) -> AsyncIterator[None]:
         """A write under `lock` (the vault's write lock): the mirror pulled first (`pulled`
-        hears what changed), the write's paths pushed at the end, whatever became of it.
-        Within a write already under way, nothing more."""
+        hears what changed), the write's paths pushed at the end, whatever became of it, with
+        the index rows of the files the write asked to index (`reindex`) in the push's own
+        transaction (`index.rows`; `index.written` after it commits). Within a write already
+        under way, nothing more."""
         async with lock:
             if self._wrote is not None:
-                yield
+                self._nested += 1
+                try:
+                    yield
+                finally:
+                    self._nested -= 1
                 return
-            self._wrote = []
+            changed = (await self.pull()).paths
+            if changed:  # indexed now: what other machines sent is not this write's
+                await pulled(changed)
+            self._wrote, self._reindex = [], []
             try:
-                changed = (await self.pull()).paths
-                if changed:
-                    await pulled(changed)
                 yield
             finally:
                 wrote, self._wrote = self._wrote, None
-                await self.push(wrote)
+                reindex, self._reindex = self._reindex, []
+                await self.push(wrote, index if reindex else None, reindex)
+
+    @property
+    def in_write(self) -> bool:
+        """Within a write, and not within a write inside it (a git push applying its commits
+        one by one: the next may need the index rows of the one before)."""
+        return self._wrote is not None and self._nested == 0
+
+    def reindex(self, rels: Iterable[str]) -> None:
+        """Within a write: index these files in the transaction that sends them, so no
+        machine ever sees a note's index rows without its text, or its text without them."""
+        rels = list(rels)
+        self.wrote(rels)
+        self._reindex.extend(rels)
 
     def wrote(self, rels: Iterable[str]) -> None:
         """The write under way changed these files (sent by its push). Marked in the mirror's
@@ -242,21 +273,27 @@ class Mirror:
 
     # --- push -------------------------------------------------------------------------------
 
-    async def push(self, rels: Iterable[str]) -> None:
+    async def push(self, rels: Iterable[str], index: Index | None = None,
+                   reindex: Sequence[str] = ()) -> None:
         """Send what a write changed (called under the vault's write lock): the files at
         `rels` as they are now, and the history's objects and head past what the database
-        holds. One transaction."""
+        holds, with `index`'s rows of `reindex` (and of any file left unsent by an earlier
+        write). One transaction."""
         state = self._state()
         rels = sorted({*rels, *state.get("unpushed", [])})
+        if index is not None:
+            reindex = sorted({*reindex, *state.get("unpushed", [])})
         state["unpushed"] = rels  # until the database has them: sent by the next writer
         self._save(state)
         files = await asyncio.to_thread(self._files, rels)
         out = await asyncio.to_thread(self._outgoing, state)
-        seqs = await self._write(files, out)
+        seqs = await self._write(files, out, index, list(reindex))
         state.update(unpushed=[], head=out.head or state.get("head"),
                      remote=out.remote or state.get("remote"),
                      seq=max([int(state.get("seq", 0)), *seqs]))
         self._save(state)
+        if index is not None:
+            index.written(list(reindex))
 
     def _files(self, rels: list[str]) -> list[dict[str, Any]]:
         out = []
@@ -299,9 +336,12 @@ class Mirror:
             out.append({"sha": sha.decode(), "kind": obj.type_num, "data": obj.as_raw_string()})
         return Outgoing(out, head, remote, None if now is None else now.decode())
 
-    async def _write(self, files: list[dict[str, Any]], out: Outgoing) -> list[int]:
+    async def _write(self, files: list[dict[str, Any]], out: Outgoing,
+                     index: Index | None = None, reindex: Sequence[str] = ()) -> list[int]:
         seqs: list[int] = []
         async with self.db.session() as s:
+            if index is not None:  # first: the index lock is the one other writers wait on
+                await index.rows(s, list(reindex))
             for row in files:
                 seqs += (await s.execute(text(
                     "INSERT INTO vault_files (vault, path, content, sha, mtime_ns) "

@@ -46,7 +46,7 @@ from storage.vault.files import ATTACHMENTS, Vault
 from storage.vault.locks import write_lock
 from storage.vault.mirror import Mirror
 from storage.vault.paths import slugify
-from storage.vault.upkeep import Upkeep
+from storage.vault.upkeep import IndexOnPush, Upkeep
 
 MAX_CANDIDATES = 10
 
@@ -194,7 +194,9 @@ class Store(Recorded, Upkeep):
         every machine's, with the mirror pulled first and the write pushed after."""
         name = f"vault:{self.vault.key}" if self.vault.logical else None
         lock = write_lock(self.vault.root, self.db, name=name)
-        return lock if self.mirror is None else self.mirror.writing(lock, self._touched)
+        if self.mirror is None:
+            return lock
+        return self.mirror.writing(lock, self._touched, IndexOnPush(self))
 
     async def link_to(self, rel: str) -> str:
         """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""

@@ -198,7 +198,11 @@ class Upkeep:
 
     async def _touched(self, rels: list[str]) -> None:
         """Re-index the files our own write changed (a collision with another process's
-        indexing is retried; the last pass sees both)."""
+        indexing is retried; the last pass sees both). In the database store, within a
+        write: in the transaction that sends the files (`Mirror.reindex`)."""
+        if self.mirror is not None and self.mirror.in_write:
+            self.mirror.reindex(rels)
+            return
         for attempt in (1, 2, 3):
             try:
                 async with index_turn(self.index.key), self.db.session() as session:
@@ -211,3 +215,21 @@ class Upkeep:
                     raise
         if self.on_write is not None:
             self.on_write(self.index.key)
+
+
+class IndexOnPush:
+    """A Store's index as the database store's push writes it (`mirror.Index`): a write's
+    files indexed in the transaction that sends them; the indexer told once it commits."""
+
+    def __init__(self, upkeep: Upkeep) -> None:
+        self.upkeep = upkeep
+
+    async def rows(self, session: AsyncSession, rels: list[str]) -> None:
+        index = self.upkeep.index
+        async with index_turn(index.key):  # PostgreSQL's lock below holds to the commit
+            await index_lock(session, index.key)
+            await index.refresh_paths(session, rels)
+
+    def written(self, rels: list[str]) -> None:
+        if self.upkeep.on_write is not None:
+            self.upkeep.on_write(self.upkeep.index.key)

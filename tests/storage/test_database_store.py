@@ -267,3 +267,31 @@ async def test_the_indexers_look_asks_once_for_all_its_mirrors_and_pulls_the_one
         assert mirrored.read_bytes() == there.files()[kites.path]
     finally:
         await indexer.close()
+
+
+async def test_a_note_whose_text_was_not_sent_is_not_found_anywhere_until_it_is(
+        tmp_path: Path, db: Database) -> None:
+    """A note's index rows travel in the transaction that sends its text: when the database
+    refuses the text, no machine's search finds a note it cannot read; the next write of the
+    machine sends the text and its rows together."""
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    await a.store.list()
+    async with db.session() as s:  # the database refuses this one note's text, as a full disk
+        await s.execute(text(
+            "CREATE FUNCTION refuse_kites() RETURNS trigger AS $$ BEGIN "
+            "IF NEW.path LIKE '%kites%' THEN RAISE EXCEPTION 'no room for kites'; END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql"))
+        await s.execute(text("CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON vault_files "
+                             "FOR EACH ROW EXECUTE FUNCTION refuse_kites()"))
+        await s.commit()
+    with pytest.raises(Exception, match="no room for kites"):
+        await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
+    assert (await b.store.search("kites")).entries == []
+    assert (await a.store.search("kites")).entries == []
+
+    async with db.session() as s:
+        await s.execute(text("DROP TRIGGER refuse ON vault_files"))
+        await s.commit()
+    await a.store.create("ideas", "Boats", {}, "A rowing boat\n")  # sends what was left
+    [found] = (await b.store.search("kites")).entries
+    assert (await b.store.get(found.path)).body == "Kites over the bay\n"
