@@ -32,32 +32,23 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from dulwich.objects import ObjectID, ShaFile
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.db import Database
 from storage.history import History
 from storage.history.history import LOG_NAME, REMOTE_NAME
 from storage.history.repo import BRANCH
+from storage.vault import vault_rows as rows
 from storage.vault.atomic import TEMP_NAME, write_atomic
 from storage.vault.files import Vault
 from storage.vault.locks import machine_lock
+from storage.vault.vault_rows import Index, Outgoing
 
 FORGOTTEN = ""  # the head of a vault whose person was forgotten
 STATE = "mirror.json"  # beside the vault's history: the last number pulled, unpushed paths
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    """What a push sends of the history: objects the database lacks, the head and the remote's
-    state (each None when unchanged since the database last had them), the head now."""
-    objects: list[dict[str, Any]]
-    head: str | None
-    remote: str | None
-    now: str | None
 
 
 def _remote_head(state: str | None) -> ObjectID | None:
@@ -67,14 +58,6 @@ def _remote_head(state: str | None) -> ObjectID | None:
     except (ValueError, KeyError, TypeError):
         return None
     return ObjectID(found.encode()) if isinstance(found, str) and len(found) == 40 else None
-
-
-class Index(Protocol):
-    """What indexes a write's files in the transaction that sends them (the Store's index)."""
-
-    async def rows(self, session: AsyncSession, rels: list[str]) -> None: ...
-
-    def written(self, rels: list[str]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -167,11 +150,8 @@ class Mirror:
         async with contextlib.AsyncExitStack() as stack:
             s = session if session is not None else \
                 await stack.enter_async_context(self.db.session())
-            top = await s.scalar(text(
-                "SELECT greatest((SELECT max(seq) FROM vault_files WHERE vault = :v), "
-                "(SELECT max(seq) FROM vault_objects WHERE vault = :v), "
-                "(SELECT max(seq) FROM vault_heads WHERE vault = :v))"), {"v": self.key})
-        return self.behind_of(top)
+            newest = await rows.top(s, self.key)
+        return self.behind_of(newest)
 
     def behind_of(self, top: int | None) -> bool:
         """Behind a vault whose newest row is `top` (None: it has none)?"""
@@ -198,22 +178,7 @@ class Mirror:
         return Pulled(changed, head[0] if head is not None else None)
 
     async def _read_since(self, since: int) -> tuple[list[Any], list[Any], Any]:
-        """Everything past `since`, in one snapshot (a push commits files, objects and head
-        together: the mirror never sees a head without its objects)."""
-        async with self.db.engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="REPEATABLE READ")
-            async with conn.begin():
-                args = {"v": self.key, "s": since}
-                files = (await conn.execute(text(
-                    "SELECT path, content, mtime_ns, seq FROM vault_files "
-                    "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
-                objects = (await conn.execute(text(
-                    "SELECT sha, kind, data, seq FROM vault_objects "
-                    "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
-                head = (await conn.execute(text(
-                    "SELECT head, seq, remote FROM vault_heads WHERE vault = :v AND seq > :s"),
-                    args)).first()
-        return list(files), list(objects), head
+        return await rows.read_since(self.db, self.key, since)
 
     def _apply(self, files: list[Any], objects: list[Any], head: Any) -> list[str]:
         if head is not None and head[0] == FORGOTTEN:
@@ -261,14 +226,7 @@ class Mirror:
         """Forget the vault in the database (`brain forget`): its files and objects deleted,
         its head marked forgotten, so every machine's mirror erases itself at its next pull.
         No note's name or text stays."""
-        async with self.db.session() as s:
-            await s.execute(text("DELETE FROM vault_files WHERE vault = :v"), {"v": self.key})
-            await s.execute(text("DELETE FROM vault_objects WHERE vault = :v"), {"v": self.key})
-            await s.execute(text(
-                "INSERT INTO vault_heads (vault, head, updated_at) VALUES (:v, :h, now()) "
-                "ON CONFLICT (vault) DO UPDATE SET head = excluded.head, remote = NULL, "
-                "updated_at = now(), seq = nextval('vault_seq')"), {"v": self.key, "h": FORGOTTEN})
-            await s.commit()
+        await rows.erase(self.db, self.key, FORGOTTEN)
         self.state_path.unlink(missing_ok=True)
 
     # --- push -------------------------------------------------------------------------------
@@ -338,32 +296,7 @@ class Mirror:
 
     async def _write(self, files: list[dict[str, Any]], out: Outgoing,
                      index: Index | None = None, reindex: Sequence[str] = ()) -> list[int]:
-        seqs: list[int] = []
-        async with self.db.session() as s:
-            if index is not None:  # first: the index lock is the one other writers wait on
-                await index.rows(s, list(reindex))
-            for row in files:
-                seqs += (await s.execute(text(
-                    "INSERT INTO vault_files (vault, path, content, sha, mtime_ns) "
-                    "VALUES (:v, :path, :content, :sha, :mtime_ns) "
-                    "ON CONFLICT (vault, path) DO UPDATE SET content = excluded.content, "
-                    "sha = excluded.sha, mtime_ns = excluded.mtime_ns, seq = nextval('vault_seq') "
-                    "WHERE vault_files.sha IS DISTINCT FROM excluded.sha RETURNING seq"),
-                    {"v": self.key, **row})).scalars().all()
-            for obj in out.objects:
-                seqs += (await s.execute(text(
-                    "INSERT INTO vault_objects (vault, sha, kind, data) "
-                    "VALUES (:v, :sha, :kind, :data) ON CONFLICT DO NOTHING RETURNING seq"),
-                    {"v": self.key, **obj})).scalars().all()
-            if (out.head is not None or out.remote is not None) and out.now is not None:
-                seqs += (await s.execute(text(
-                    "INSERT INTO vault_heads (vault, head, remote, updated_at) "
-                    "VALUES (:v, :h, :r, now()) ON CONFLICT (vault) DO UPDATE SET "
-                    "head = excluded.head, remote = coalesce(excluded.remote, vault_heads.remote), "
-                    "updated_at = now(), seq = nextval('vault_seq') RETURNING seq"),
-                    {"v": self.key, "h": out.now, "r": out.remote})).scalars().all()
-            await s.commit()
-        return [int(n) for n in seqs]
+        return await rows.write(self.db, self.key, files, out, index, reindex)
 
     # --- import -----------------------------------------------------------------------------
 
@@ -387,11 +320,7 @@ class Mirror:
 
     async def held(self) -> bool:
         """Does the database hold this vault yet (a head, or any file)?"""
-        async with self.db.session() as s:
-            found = await s.scalar(text(
-                "SELECT 1 WHERE EXISTS (SELECT 1 FROM vault_heads WHERE vault = :v) "
-                "OR EXISTS (SELECT 1 FROM vault_files WHERE vault = :v)"), {"v": self.key})
-        return found is not None
+        return await rows.held(self.db, self.key)
 
     async def send_all(self) -> list[str]:
         """The whole mirror sent (a file store's vault brought in): every file, every object
@@ -418,11 +347,5 @@ async def mirrors_behind(db: Database, mirrors: Sequence[Mirror]) -> set[str]:
     mirror's own check is `Mirror.behind`)."""
     if not mirrors:
         return set()
-    async with db.session() as s:
-        rows = (await s.execute(text(
-            "SELECT v, greatest((SELECT max(seq) FROM vault_files WHERE vault = v), "
-            "(SELECT max(seq) FROM vault_objects WHERE vault = v), "
-            "(SELECT max(seq) FROM vault_heads WHERE vault = v)) "
-            "FROM unnest(CAST(:vs AS text[])) AS v"), {"vs": [m.key for m in mirrors]})).all()
-    tops = {str(v): top for v, top in rows}
-    return {m.key for m in mirrors if m.behind_of(tops.get(m.key))}
+    newest = await rows.tops(db, [m.key for m in mirrors])
+    return {m.key for m in mirrors if m.behind_of(newest.get(m.key))}

@@ -218,7 +218,7 @@ class Upkeep:
 
 
 class IndexOnPush:
-    """A Store's index as the database store's push writes it (`mirror.Index`): a write's
+    """A Store's index as the database store's push writes it (`vault_rows.Index`): a write's
     files indexed in the transaction that sends them; the indexer told once it commits."""
 
     def __init__(self, upkeep: Upkeep) -> None:

@@ -9,6 +9,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from bot.schedule.reminders import ASKS_PER_TICK, ReminderScheduler
 from storage.repositories import receipts
 from tests.e2e.bot_harness import Harness, running_bot
@@ -179,6 +181,7 @@ async def test_a_due_note_in_a_folder_that_is_no_ones_vault_gets_no_reminder(
     assert await scheduler(slack, at(DUE, 8)).tick() == []
 
 
+@pytest.mark.files_store
 async def test_the_single_owners_note_edited_by_hand_is_reminded(tmp_path: Path) -> None:
     """BRAIN_OWNER: the vault is theirs, edited in Obsidian as much as through the bot. A due
     date typed into a note's file is seen by the next tick, after a restart too (no turn
