@@ -243,6 +243,24 @@ async def open_dm(client: AsyncWebClient, user_id: str) -> str:
     return str(channel)
 
 
+async def job_dm(client: AsyncWebClient, job: JobContext, user_id: str) -> str | None:
+    """The DM a job posts to (a reminder, a scheduled digest): opened once and remembered in
+    the job's result, so a run again posts where the first would have. None when Slack
+    refuses for good (logged); raises on a failure worth a retry."""
+    channel = job.result.get("dm")
+    if channel:
+        return str(channel)
+    try:
+        channel = await open_dm(client, user_id)
+    except SlackClientError as exc:
+        if permanent(exc):
+            log.warning("job %s: cannot DM %s (%s)", job.job.id, user_id, error_code(exc))
+            return None
+        raise
+    await job.remember(dm=channel)
+    return channel
+
+
 async def respond(response_url: str, msg: SlackMessage, *, replace: bool = False) -> bool:
     """Private answer through a response_url (a command's, a shortcut's, an ephemeral card's
     button: `replace` updates that card); False when it did not arrive."""

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import date
 
-from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
@@ -70,17 +69,9 @@ class DigestWork:
         if await self.brain.accounts.stopped_for(user):
             log.info("digest for %s not sent: the app or the user is paused", user)
             return
-        channel = p.get("channel") or job.result.get("dm")
+        channel = p.get("channel") or await web.job_dm(self.client, job, user)
         if not channel:
-            try:
-                channel = await web.open_dm(self.client, user)
-            except SlackClientError as exc:
-                if web.permanent(exc):
-                    log.warning("digest %s: cannot DM %s (%s)", job.job.id, user,
-                                web.error_code(exc))
-                    return
-                raise
-            await job.remember(dm=channel)
+            return
         digest = await self.brain.digests.make(user_id=user, kind=p["kind"],
                                                today=date.fromisoformat(p["day"]), tz=p["tz"])
         await web.post_once(self.client, job, channel, None, cards.digest_message(digest))

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from datetime import date, timedelta
 from typing import Any
 
-from slack_sdk.errors import SlackClientError
 from slack_sdk.models.blocks import ActionsBlock, Block, ButtonElement, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -64,17 +63,9 @@ class ReminderWork:
         if entry is None:
             log.info("reminder %s not sent: the note is no longer due that day", job.job.id)
             return
-        channel = job.result.get("dm")
+        channel = await web.job_dm(self.client, job, user)
         if not channel:
-            try:
-                channel = await web.open_dm(self.client, user)
-            except SlackClientError as exc:
-                if web.permanent(exc):
-                    log.warning("reminder %s: cannot DM %s (%s)", job.job.id, user,
-                                web.error_code(exc))
-                    return
-                raise
-            await job.remember(dm=channel)
+            return
         await web.post_once(self.client, job, channel, None, reminder_message(entry, ref, day))
 
     async def button(self, job: JobContext) -> None:
