@@ -78,5 +78,5 @@ class Recorded:
             done = await asyncio.to_thread(undo, history, change)
             if self.mirror is not None:
                 self.mirror.wrote(done.paths)
-        await self._touched(list(done.paths))
+            await self._touched(list(done.paths))  # (the database store: sent with the text)
         return done

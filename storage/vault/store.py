@@ -278,7 +278,7 @@ class Store(Recorded, Upkeep):
             entry = self.vault.update(rel, changes, append_body)
             what = [", ".join(sorted(changes))] * bool(changes) + ["text added"] * bool(append_body)
             await self._record("update", f"{entry.name}: {' and '.join(what) or 'touched'}", [rel])
-        await self._touched([rel, entry.path])
+            await self._touched([rel, entry.path])  # (the database store: sent with the text)
         return entry
 
     async def move(self, ref: str, category: str) -> MoveResult:
@@ -295,7 +295,7 @@ class Store(Recorded, Upkeep):
             await self._record("move", f"{result.entry.name} to {category}",
                                [result.old_path, result.new_path, *relinked],
                                [(result.old_path, result.new_path)], folders)
-        await self._touched([result.old_path, result.new_path, *relinked])
+            await self._touched([result.old_path, result.new_path, *relinked])
         return result
 
     async def attach(self, name: str, data: bytes) -> str:
@@ -316,5 +316,5 @@ class Store(Recorded, Upkeep):
             trashed = self.vault.trash(rel)
             await self._record("trash", f"{name} to the trash",
                                [rel, trashed], [(rel, trashed)], made)
-        await self._touched([rel])
+            await self._touched([rel])
         return trashed

@@ -295,3 +295,31 @@ async def test_a_note_whose_text_was_not_sent_is_not_found_anywhere_until_it_is(
     await a.store.create("ideas", "Boats", {}, "A rowing boat\n")  # sends what was left
     [found] = (await b.store.search("kites")).entries
     assert (await b.store.get(found.path)).body == "Kites over the bay\n"
+
+
+async def test_a_change_whose_index_rows_were_refused_is_not_sent_either(
+        tmp_path: Path, db: Database) -> None:
+    """The other way round, for a change of a note: when its index rows cannot be written,
+    its text is not sent either (no machine reads a change its search cannot find); the
+    next write of the machine sends both."""
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    boats = await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
+    async with db.session() as s:  # the index refuses this note's rows
+        await s.execute(text(
+            "CREATE FUNCTION refuse_boats() RETURNS trigger AS $$ BEGIN "
+            "IF NEW.path LIKE '%boats%' THEN RAISE EXCEPTION 'no index for boats'; END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql"))
+        await s.execute(text("CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON index_notes "
+                             "FOR EACH ROW EXECUTE FUNCTION refuse_boats()"))
+        await s.commit()
+    with pytest.raises(Exception, match="no index for boats"):
+        await a.store.update(boats.path, {}, append_body="With a sail.")
+    assert "sail" not in (await b.store.get(boats.path)).body
+    assert (await b.store.search("sail")).entries == []
+
+    async with db.session() as s:
+        await s.execute(text("DROP TRIGGER refuse ON index_notes"))
+        await s.commit()
+    await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")  # sends what was left
+    [found] = (await b.store.search("sail")).entries
+    assert "With a sail." in (await b.store.get(found.path)).body
