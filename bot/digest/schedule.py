@@ -97,7 +97,9 @@ class DigestScheduler(Ticker):
                 log.warning("digest subscription %s has a bad schedule: %s", sub.id, exc)
                 continue
             try:
-                if await self._claim(sub, slot, now) and slot is not None:
+                if slot is None:  # sent, missed or too early: look again at the next slot
+                    await self._next(sub, now)
+                elif await self._claim(sub, slot):
                     sent.append((sub, slot))
             except Exception:  # one user's trouble must not stop the others; tried again
                 log.exception("the %s digest for %s was not recorded", sub.kind, sub.user_id)
@@ -105,18 +107,21 @@ class DigestScheduler(Ticker):
             self.wake()
         return sent
 
-    async def _claim(self, sub: SubscriptionRow, slot: datetime | None, now: datetime) -> bool:
-        """Claim `slot` and record its delivery in one transaction (True), or, when nothing
-        is due, remember when the subscription next is (False)."""
+    async def _next(self, sub: SubscriptionRow, now: datetime) -> None:
+        """Remember when the subscription is next due."""
         async with self.db.session() as s:
-            if slot is None:  # sent, missed or too early: look again at the next slot
-                await set_due(s, sub, next_slot(sub, now))
-            elif await claim_digest_slot(s, sub.id, slot):
-                await self.record(s, sub, slot)
-            else:
-                return False  # another tick or replica took it
+            await set_due(s, sub, next_slot(sub, now))
             await s.commit()
-        return slot is not None
+
+    async def _claim(self, sub: SubscriptionRow, slot: datetime) -> bool:
+        """Claim `slot` and record its delivery in one transaction; False when another tick
+        or replica took it."""
+        async with self.db.session() as s:
+            if not await claim_digest_slot(s, sub.id, slot):
+                return False
+            await self.record(s, sub, slot)
+            await s.commit()
+        return True
 
 
 def describe(sub: SubscriptionRow) -> str:

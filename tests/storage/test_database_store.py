@@ -269,6 +269,23 @@ async def test_the_indexers_look_asks_once_for_all_its_mirrors_and_pulls_the_one
         await indexer.close()
 
 
+async def refuse(db: Database, table: str, word: str | None = None, why: str = "") -> None:
+    """PostgreSQL refuses every row of `table` whose path holds `word`, raising `why` (a real
+    fault in the database, as a full disk or a broken index would be); without `word`, it
+    takes the refusal back."""
+    async with db.session() as s:
+        if word is None:
+            await s.execute(text(f"DROP TRIGGER refuse ON {table}"))
+        else:
+            await s.execute(text(
+                "CREATE OR REPLACE FUNCTION refuse_rows() RETURNS trigger AS $$ BEGIN "
+                f"IF NEW.path LIKE '%{word}%' THEN RAISE EXCEPTION '{why}'; END IF; "
+                "RETURN NEW; END $$ LANGUAGE plpgsql"))
+            await s.execute(text(f"CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON {table} "
+                                 "FOR EACH ROW EXECUTE FUNCTION refuse_rows()"))
+        await s.commit()
+
+
 async def test_a_note_whose_text_was_not_sent_is_not_found_anywhere_until_it_is(
         tmp_path: Path, db: Database) -> None:
     """A note's index rows travel in the transaction that sends its text: when the database
@@ -276,22 +293,13 @@ async def test_a_note_whose_text_was_not_sent_is_not_found_anywhere_until_it_is(
     machine sends the text and its rows together."""
     a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
     await a.store.list()
-    async with db.session() as s:  # the database refuses this one note's text, as a full disk
-        await s.execute(text(
-            "CREATE FUNCTION refuse_kites() RETURNS trigger AS $$ BEGIN "
-            "IF NEW.path LIKE '%kites%' THEN RAISE EXCEPTION 'no room for kites'; END IF; "
-            "RETURN NEW; END $$ LANGUAGE plpgsql"))
-        await s.execute(text("CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON vault_files "
-                             "FOR EACH ROW EXECUTE FUNCTION refuse_kites()"))
-        await s.commit()
+    await refuse(db, "vault_files", "kites", "no room for kites")  # as a full disk would
     with pytest.raises(Exception, match="no room for kites"):
         await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
     assert (await b.store.search("kites")).entries == []
     assert (await a.store.search("kites")).entries == []
 
-    async with db.session() as s:
-        await s.execute(text("DROP TRIGGER refuse ON vault_files"))
-        await s.commit()
+    await refuse(db, "vault_files")
     await a.store.create("ideas", "Boats", {}, "A rowing boat\n")  # sends what was left
     [found] = (await b.store.search("kites")).entries
     assert (await b.store.get(found.path)).body == "Kites over the bay\n"
@@ -304,22 +312,13 @@ async def test_a_change_whose_index_rows_were_refused_is_not_sent_either(
     next write of the machine sends both."""
     a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
     boats = await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
-    async with db.session() as s:  # the index refuses this note's rows
-        await s.execute(text(
-            "CREATE FUNCTION refuse_boats() RETURNS trigger AS $$ BEGIN "
-            "IF NEW.path LIKE '%boats%' THEN RAISE EXCEPTION 'no index for boats'; END IF; "
-            "RETURN NEW; END $$ LANGUAGE plpgsql"))
-        await s.execute(text("CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON index_notes "
-                             "FOR EACH ROW EXECUTE FUNCTION refuse_boats()"))
-        await s.commit()
+    await refuse(db, "index_notes", "boats", "no index for boats")
     with pytest.raises(Exception, match="no index for boats"):
         await a.store.update(boats.path, {}, append_body="With a sail.")
     assert "sail" not in (await b.store.get(boats.path)).body
     assert (await b.store.search("sail")).entries == []
 
-    async with db.session() as s:
-        await s.execute(text("DROP TRIGGER refuse ON index_notes"))
-        await s.commit()
+    await refuse(db, "index_notes")
     await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")  # sends what was left
     [found] = (await b.store.search("sail")).entries
     assert "With a sail." in (await b.store.get(found.path)).body
