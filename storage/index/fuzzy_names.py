@@ -114,6 +114,14 @@ async def vault_state(session: AsyncSession, key: str) -> VaultState:
     return VaultState(generation, vectors, len(rows) == len(mine))
 
 
+async def joined(session: AsyncSession, key: str) -> bool:
+    """Whether a vault other than `key` is in the index now (one probe): a search that found
+    the vault alone asks again after its word search, as on SQLite its reads are not one
+    snapshot and a vault indexed meanwhile would slip into a search without the vault term."""
+    return (await session.execute(text(
+        "SELECT 1 FROM index_vaults WHERE vault <> :v LIMIT 1"), {"v": key})).first() is not None
+
+
 async def names_for(session: AsyncSession, key: str, generation: int) -> NameCache:
     """The vault's name vocabulary, rebuilt when its generation moved on."""
     cache = _NAME_CACHES.get(key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -21,7 +22,13 @@ from storage.index import backlinks as _backlinks
 from storage.index import fts5, fusion, summaries, tsvector
 from storage.index import refresh as _refresh
 from storage.index.extract import text_key
-from storage.index.fuzzy_names import FUZZY_MAX_MATCHES, VaultState, names_for, vault_state
+from storage.index.fuzzy_names import (
+    FUZZY_MAX_MATCHES,
+    VaultState,
+    joined,
+    names_for,
+    vault_state,
+)
 from storage.index.meaning_probe import (
     MeaningQuery,
     by_meaning,
@@ -101,7 +108,7 @@ class SearchIndex:
                          signals: Mapping[int, dict[str, int]] | None = None,
                          shown: Mapping[int, Shown] | None = None,
                          ) -> list[EntrySummary]:
-        return await summaries.summaries(session, nids, scores, signals, shown)
+        return await summaries.summaries(session, self.key, nids, scores, signals, shown)
 
     async def search(self, session: AsyncSession, query: str, *, category: str | None = None,
                      status: str | None = None, limit: int = 10,
@@ -144,6 +151,10 @@ class SearchIndex:
         words = _words(session)
         hits = await words.search_words(session, self.key, tokens, category, status, depth,
                                         state.alone)
+        if state.alone and words is fts5 and await joined(session, self.key):  # one came since
+            state = dataclasses.replace(state, alone=False)
+            hits = await words.search_words(session, self.key, tokens, category, status,
+                                            depth, alone=False)
         # Stems are asked when the exact words leave room: no note had every word (a
         # question), or few did (a word form: "researching" for "research"); and only where
         # the words are selective (their match was ranked whole): in a large vault a common

@@ -74,15 +74,18 @@ async def passages_shown(session: AsyncSession, nids: Sequence[int], query: str,
     return out
 
 
-async def summaries(session: AsyncSession, nids: Sequence[int],
+async def summaries(session: AsyncSession, key: str, nids: Sequence[int],
                     scores: Mapping[int, float] | None = None,
                     signals: Mapping[int, dict[str, int]] | None = None,
                     shown: Mapping[int, Shown] | None = None) -> list[EntrySummary]:
-    """The notes `nids` as summaries, in that order (those gone since are left out)."""
+    """The notes `nids` of vault `key` as summaries, in that order (those gone since, and
+    any of another vault, are left out: on SQLite a search's reads are not one snapshot, so
+    a vault indexed meanwhile can slip into a search that dropped the vault term)."""
     if not nids:
         return []
     result = await session.execute(text(
-        f"SELECT {_COLUMNS} FROM index_notes n WHERE n.nid IN ({_ids(nids)})"))
+        f"SELECT {_COLUMNS} FROM index_notes n WHERE n.nid IN ({_ids(nids)}) "
+        "AND n.vault = :v"), {"v": key})
     rows = {r[0]: r for r in result}
     out = []
     for nid in nids:

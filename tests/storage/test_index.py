@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import event
 
 from storage.db import Database
 from storage.index import SearchIndex, fts_expression, query_tokens
@@ -150,6 +152,43 @@ async def test_two_vaults_in_one_database_do_not_mix(tmp_path: Path, db: Databas
         await ia.refresh(s)
         await s.commit()
         assert (await ib.search(s, "shared")).total == 1
+
+
+async def test_a_vault_indexed_during_a_search_never_shows_in_it(
+        tmp_path: Path, db: Database) -> None:
+    """Another person's vault indexed by another process between a search's reads (on SQLite
+    they are not one snapshot): the search of an empty vault still finds nothing of theirs."""
+    theirs, mine = Vault(tmp_path / "theirs"), Vault(tmp_path / "mine")
+    write(theirs, "projects/offsite.md", note("Team offsite", "Sintra in May."))
+
+    def index_theirs() -> None:  # another process: its own connection, its own loop
+        async def run() -> None:
+            other = await Database.open(db.url)
+            try:
+                await refreshed(other, SearchIndex(theirs))
+            finally:
+                await other.close()
+        asyncio.run(run())
+
+    def after(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "FROM index_vaults WHERE vault = " in statement and not done:
+            done.append(True)  # once the search has asked which vaults there are
+            worker = threading.Thread(target=index_theirs)
+            worker.start()
+            worker.join()
+
+    done: list[bool] = []
+    event.listen(db.engine.sync_engine, "after_cursor_execute", after)
+    try:
+        async with db.session() as s:
+            found = await SearchIndex(mine).search(s, "Sintra")
+    finally:
+        event.remove(db.engine.sync_engine, "after_cursor_execute", after)
+    assert done, "the search asked about the vaults"
+    assert found.entries == [] and found.total == 0
+    async with db.session() as s:  # their note is indexed, and found in their own vault
+        assert [e.path for e in (await SearchIndex(theirs).search(s, "Sintra")).entries] == [
+            "projects/offsite.md"]
 
 
 # --- extraction ------------------------------------------------------------------------------
