@@ -172,7 +172,7 @@ class Receipt(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[str] = mapped_column(String(64))
     conversation_id: Mapped[int | None] = mapped_column(
-        ForeignKey("conversations.id", ondelete="SET NULL"))
+        ForeignKey("conversations.id", ondelete="SET NULL"), index=True)  # each turn's read
     turn_id: Mapped[int | None] = mapped_column(Integer)
     original_text: Mapped[str] = mapped_column(CleanText)
     entry_id: Mapped[str] = mapped_column(String(64), index=True)

@@ -49,6 +49,7 @@ async def brain(*args: str, env: dict[str, str], cwd: Path) -> asyncio.subproces
 
 async def wait_healthy(url: str, proc: asyncio.subprocess.Process, timeout: float = 30) -> None:
     deadline = time.monotonic() + patience(timeout)
+    last = "no answer"  # said when it fails: a 503's reason, or that nothing answered
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if proc.returncode is not None:
@@ -58,10 +59,12 @@ async def wait_healthy(url: str, proc: asyncio.subprocess.Process, timeout: floa
                 async with session.get(f"{url}/health") as r:
                     if r.status == 200:
                         return
-            except aiohttp.ClientError:
-                pass
+                    last = f"{r.status} {await r.text()}"
+            except aiohttp.ClientError as exc:
+                last = f"no answer ({type(exc).__name__})"
             await asyncio.sleep(0.1)
-    raise AssertionError("brain serve did not become healthy")
+    raise AssertionError(f"brain serve did not become healthy in {patience(timeout):.0f} s; "
+                         f"/health's last answer: {last}")
 
 
 async def stop(proc: asyncio.subprocess.Process) -> int:

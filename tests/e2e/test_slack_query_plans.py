@@ -1,0 +1,84 @@
+"""What a DM costs must not grow with the workspace: every statement a thought, a correction
+in its thread, a button on its card and a question run reads its rows through an index, never
+a whole table that holds everyone's rows (receipts, jobs, conversations, turns, messages, the
+index of notes). Without its index a turn's read of the thread's receipts walked every
+person's receipts: a capture by one of 3,000 people read 3,000 rows (docs/performance.md,
+"Many people on one replica"). The plans are checked, not the time: SQLite's planner picks
+the same plan for a table of ten rows as for a million (no statistics are gathered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event, inspect
+from sqlalchemy.engine import Engine
+
+from tests.databases import on_postgres
+from tests.e2e.bot_harness import Harness
+from tests.e2e.slack_harness import DM, USER, button_press, message_event, posted_entry_id
+
+pytestmark = pytest.mark.skipif(on_postgres(), reason="SQLite's plans (EXPLAIN QUERY PLAN)")
+
+
+# "Is there another vault?" (storage/index/fuzzy_names.py) walks the vaults' key index and
+# stops at the first that is not this one: two rows at most, whatever the number of vaults.
+BOUNDED = "WHERE vault <> ? LIMIT 1"
+
+
+@contextmanager
+def statements() -> Iterator[dict[str, Any]]:
+    """Every statement any engine of this process runs in the block, with its parameters."""
+    seen: dict[str, Any] = {}
+
+    def record(conn: Any, cursor: Any, statement: str, params: Any, *args: Any) -> None:
+        seen.setdefault(statement, params)
+
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)
+
+
+async def whole_tables(slack: Harness, seen: dict[str, Any]) -> dict[str, list[str]]:
+    """statement -> the steps of its plan that read one of our tables whole."""
+    walks: dict[str, list[str]] = {}
+    async with slack.brain.core.db.engine.connect() as conn:
+        tables = {t.lower() for t in await conn.run_sync(lambda c: inspect(c).get_table_names())}
+        for statement, params in seen.items():
+            if not statement.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE",
+                                                          "INSERT", "WITH")):
+                continue
+            plan = (await conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement,
+                                               params)).all()
+            steps = [step[3] for step in plan if step[3].startswith("SCAN ")
+                     and "VIRTUAL TABLE" not in step[3]  # FTS5's own index
+                     and step[3].split()[1].lower() in tables
+                     and not (BOUNDED in statement and "index_vaults" in step[3])]
+            if steps:
+                walks[" ".join(statement.split())[:300]] = steps
+    return walks
+
+
+async def test_a_dm_and_its_thread_read_no_table_whole(slack: Harness) -> None:
+    with statements() as seen:
+        await slack.send.event(message_event("Idea: a podcast about urban gardening",
+                                             ts="1767263000.000100", event_id="EvP1"))
+        (card,) = await slack.fake.wait_for("chat.postMessage")
+        await slack.send.event(message_event("fix: projects", ts="1767263001.000100",
+                                             event_id="EvP2", thread_ts="1767263000.000100"))
+        await slack.fake.wait_for("chat.postMessage", count=2)
+        await slack.send.action(button_press(
+            posted_entry_id(card.body["blocks"]), "ideas", user=USER, channel=DM,
+            message_ts=str((card.response or {})["ts"]), thread_ts="1767263000.000100",
+            response_url=slack.fake.hook_url("p1")))
+        await slack.send.event(message_event("what do I have about gardening?",
+                                             ts="1767263002.000100", event_id="EvP3"))
+        await slack.fake.wait_for_reply(3)
+        await slack.settle()
+    assert len(seen) > 20  # the turns' statements were seen
+    assert await whole_tables(slack, seen) == {}
