@@ -19,7 +19,15 @@ from sqlalchemy.engine import Engine
 
 from tests.databases import on_postgres
 from tests.e2e.bot_harness import Harness
-from tests.e2e.slack_harness import DM, USER, button_press, message_event, posted_entry_id
+from tests.e2e.slack_harness import (
+    DM,
+    USER,
+    button_press,
+    home_opened,
+    message_event,
+    payload,
+    posted_entry_id,
+)
 
 pytestmark = pytest.mark.skipif(on_postgres(), reason="SQLite's plans (EXPLAIN QUERY PLAN)")
 
@@ -81,4 +89,20 @@ async def test_a_dm_and_its_thread_read_no_table_whole(slack: Harness) -> None:
         await slack.fake.wait_for_reply(3)
         await slack.settle()
     assert len(seen) > 20  # the turns' statements were seen
+    assert await whole_tables(slack, seen) == {}
+
+
+async def test_app_home_and_digests_read_no_table_whole(slack: Harness) -> None:
+    await slack.file_dm()
+    with statements() as seen:
+        assert (await slack.send.event(home_opened(event_id="EvPH1")))[0] == 200
+        await slack.fake.wait_for("views.publish")
+        for n, words in enumerate(("subscribe daily 07:30", "status", "")):  # "": one now
+            fields = payload("slash_command_digest_weekly.json")
+            fields.update(text=words, response_url=slack.fake.hook_url(f"d{n}"),
+                          trigger_id=f"trig-d{n}")
+            assert (await slack.send.command(fields))[0] == 200
+            await slack.fake.wait_for(f"hook:d{n}")
+            await slack.settle()
+    assert len(seen) > 10
     assert await whole_tables(slack, seen) == {}
