@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 FOLDER = "PROMETHEUS_MULTIPROC_DIR"
+PREFIX = "brain-metrics-"  # then the serving process's pid: a killed one's is found again
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -48,13 +49,35 @@ def shared_folder() -> Iterator[Path | None]:
     if os.environ.get(FOLDER):
         yield None
         return
-    folder = Path(tempfile.mkdtemp(prefix="brain-metrics-"))
+    _clear_left()
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     os.environ[FOLDER] = str(folder)
     try:
         yield folder
     finally:
         os.environ.pop(FOLDER, None)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _clear_left() -> None:
+    """Remove the folders of serving processes that are gone (killed: a clean stop removes
+    its own), so SIGKILLs and restarts do not pile folders up in the temp directory."""
+    for found in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = found.name[len(PREFIX):].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if pid.isdigit() and found.lstat().st_uid == os.getuid() and found.is_dir() \
+                    and not _running(int(pid)):
+                shutil.rmtree(found, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to judge
+        return True
+    return True
 
 
 @dataclass(frozen=True)

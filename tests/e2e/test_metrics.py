@@ -104,3 +104,37 @@ async def test_metrics_count_every_processs_work_whichever_answers(
         await send.close()
         code = await stop(proc)
     assert code == 0
+
+
+async def test_a_killed_servers_figures_folder_is_removed_by_the_next_start(
+        fake: FakeSlack, tmp_path: Path) -> None:
+    """A clean stop removes the figures' folder; a SIGKILL cannot, so the next start removes
+    the folders of serving processes that are gone (restarts do not pile them up)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = clean_env(SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SECRET,
+                    SLACK_API_URL=fake.api_url, BRAIN_DATA_DIR=str(tmp_path / "data"),
+                    BRAIN_LLM="offline", BRAIN_LOG_LEVEL="WARNING", TMPDIR=str(temp),
+                    **database_env(tmp_path))
+    other = temp / "brain-metrics-notes"  # not a server's: left alone
+    other.mkdir()
+
+    async def started() -> tuple[asyncio.subprocess.Process, str]:
+        port = free_port()
+        proc = await brain("serve", "--http", "--host", "127.0.0.1", "--port", str(port),
+                           env=env, cwd=tmp_path)
+        await wait_healthy(f"http://127.0.0.1:{port}", proc)
+        return proc, f"brain-metrics-{proc.pid}-"
+
+    first, mine = await started()
+    first.kill()
+    await first.wait()
+    assert [p.name for p in temp.glob(f"{mine}*")] != []  # a SIGKILL leaves it
+    second, theirs = await started()
+    try:
+        assert list(temp.glob(f"{mine}*")) == []
+        assert list(temp.glob(f"{theirs}*")) != []
+    finally:
+        assert await stop(second) == 0
+    assert sorted(p.name for p in temp.iterdir() if p.name.startswith("brain-metrics-")) == [
+        "brain-metrics-notes"]
