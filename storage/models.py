@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -258,6 +259,10 @@ class SlackUser(Base):
     """What the bot keeps of a Slack user besides their notes (migration 0005)."""
 
     __tablename__ = "slack_users"
+    # The ticks read the paused people only (migration 0021): an index of them alone.
+    __table_args__ = (Index("ix_slack_users_paused", "paused_at",
+                            sqlite_where=text("paused_at IS NOT NULL"),
+                            postgresql_where=text("paused_at IS NOT NULL")),)
 
     user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tz: Mapped[str | None] = mapped_column(String(64))
@@ -272,6 +277,9 @@ class SlackTeam(Base):
     """A workspace the app was installed in, and whether it was uninstalled (migration 0005)."""
 
     __tablename__ = "slack_teams"
+    __table_args__ = (Index("ix_slack_teams_uninstalled", "uninstalled_at",
+                            sqlite_where=text("uninstalled_at IS NOT NULL"),
+                            postgresql_where=text("uninstalled_at IS NOT NULL")),)
 
     team_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     uninstalled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

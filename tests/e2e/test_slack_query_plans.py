@@ -139,3 +139,31 @@ async def test_app_home_and_digests_read_no_table_whole(slack: Harness) -> None:
             await slack.settle()
     assert len(seen) > 10
     assert await whole_tables(slack, seen) == {}
+
+
+async def test_the_schedulers_ticks_read_no_table_whole(slack: Harness) -> None:
+    """The digest tick (the subscriptions due) and the reminder tick (the notes due on the
+    days whose morning is under way, their owners, the claims) with a reminder and a digest
+    sent: one person's rows, or the ones due, never everyone's."""
+    from datetime import date
+
+    from bot.schedule.reminders import ReminderScheduler
+    from tests.e2e.test_slack_reminders import at, due_note
+
+    await due_note(slack)
+    fields = payload("slash_command_digest_weekly.json")
+    fields.update(text="subscribe daily 07:30", response_url=slack.fake.hook_url("sub"))
+    assert (await slack.send.command(fields))[0] == 200
+    await slack.fake.wait_for("hook:sub")
+    await slack.settle()
+    morning = at(date(2027, 1, 5), 8, 30)  # the due day's morning in Tokyo
+    with statements() as seen:
+        reminders = ReminderScheduler(slack.brain.reminders, tz_lookup=slack.bot.work.user_tz,
+                                      wake=slack.bot.worker.wake, clock=lambda: morning)
+        assert len(await reminders.tick()) == 1
+        digests = slack.brain.digests.scheduler(
+            wake=slack.bot.wake, clock=lambda: morning.replace(hour=7, minute=31))
+        assert len(await digests.tick()) == 1  # the 07:30 digest, a minute late
+        await slack.settle()
+    assert len(seen) > 5
+    assert await whole_tables(slack, seen) == {}
