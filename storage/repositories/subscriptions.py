@@ -102,8 +102,9 @@ async def delete_subscriptions(s: AsyncSession, user_id: str, kind: str | None =
 
 async def list_subscriptions(s: AsyncSession, user_id: str | None = None,
                              ) -> list[SubscriptionRow]:
-    """Everyone's subscriptions (the scheduler), or one person's (App Home, `/digest status`:
-    an index probe, never a read of everyone's rows)."""
+    """One person's subscriptions (App Home, `/digest status`: an index probe), or without
+    `user_id` everyone's (a whole-table read: the tests' look at the table; the scheduler
+    reads only those due, `due_subscriptions`)."""
     query = select(DigestSubscription).order_by(DigestSubscription.id)
     if user_id is not None:
         query = query.where(DigestSubscription.user_id == user_id)
