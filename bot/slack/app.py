@@ -288,13 +288,12 @@ class SlackBot:
         except Exception as exc:
             log.warning("health: the database does not answer: %s", exc)
             return web.json_response({"ok": False, "error": "database unavailable"}, status=503)
-        history = await self._history_health()
-        if history is not None:
-            return web.json_response({"ok": False, "history": history, "jobs": counts},
-                                     status=503)
         helpers = {} if self.helpers is None else {"helpers": self.helpers.status()}
         body: dict[str, Any] = {"ok": True, "running_here": self.worker.busy, "jobs": counts,
                                 **helpers, **self.ack_stats()}
+        history = await self._history_health()
+        if history is not None:  # the work goes on (the body says how it stands)
+            body.update(ok=False, history=history)
         storage = await self.brain.storage_health.problems()
         if storage:
             body.update(ok=False, storage=storage, error="; ".join(storage.values()))

@@ -121,7 +121,7 @@ async def test_a_killed_server_loses_nothing_and_repeats_nothing(tmp_path: Path,
                              cwd=tmp_path)
         send2 = SlackSender(f"http://127.0.0.1:{port2}")
         try:
-            await wait_healthy(f"http://127.0.0.1:{port2}", second)
+            await wait_healthy(f"http://127.0.0.1:{port2}", second, history_behind=True)
             await helpers_ready(send2, workers - 1)
             await asyncio.wait_for(idle(send2), timeout=120)
             # a retry of an old delivery after the restart changes nothing either
@@ -194,7 +194,7 @@ async def test_a_restart_takes_up_the_killed_servers_work_at_once(tmp_path: Path
         second = await brain("serve", "--http", "--port", str(port2), env=env, cwd=tmp_path)
         send2 = SlackSender(f"http://127.0.0.1:{port2}")
         try:
-            await wait_healthy(f"http://127.0.0.1:{port2}", second)
+            await wait_healthy(f"http://127.0.0.1:{port2}", second, history_behind=True)
             await fake.wait_for("chat.postMessage", dms, timeout=10)  # stretched under load
             took = time.monotonic() - started
             assert took < 100, "taken up only when the dead process's leases ran out"
