@@ -25,6 +25,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -32,8 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.processes import place, start_of
+
 FOLDER = "PROMETHEUS_MULTIPROC_DIR"
-PREFIX = "brain-metrics-"  # then the serving process's pid: a killed one's is found again
+PREFIX = "brain-metrics-"  # then the serving process's `_tag`: a killed one's is found again
+_TAGGED = re.compile(re.escape(PREFIX) + r"(?P<pid>\d+)_(?P<place>\w+?)_(?P<start>\d+)-")
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -50,7 +54,7 @@ def shared_folder() -> Iterator[Path | None]:
         yield None
         return
     _clear_left()
-    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_tag(os.getpid()) or ''}-"))
     os.environ[FOLDER] = str(folder)
     try:
         yield folder
@@ -59,25 +63,24 @@ def shared_folder() -> Iterator[Path | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _tag(pid: int) -> str | None:
+    """What names process `pid` here for good: its pid, this kernel's boot and pid namespace,
+    and its start time (storage/processes.py); None where /proc cannot say (no cleanup)."""
+    where, start = place(), start_of(pid)
+    return f"{pid}_{where}_{start}" if where and start else None
+
+
 def _clear_left() -> None:
     """Remove the folders of serving processes that are gone (killed: a clean stop removes
-    its own), so SIGKILLs and restarts do not pile folders up in the temp directory."""
-    for found in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
-        pid = found.name[len(PREFIX):].split("-", 1)[0]
+    its own), so SIGKILLs and restarts do not pile folders up in the temp directory. A folder
+    of another pid namespace (a container sharing the folder) is never judged from here."""
+    for found in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        tagged = _TAGGED.match(found.name)
         with contextlib.suppress(OSError):
-            if pid.isdigit() and found.lstat().st_uid == os.getuid() and found.is_dir() \
-                    and not _running(int(pid)):
+            if tagged and tagged["place"] == place() \
+                    and start_of(int(tagged["pid"])) != tagged["start"] \
+                    and found.lstat().st_uid == os.getuid() and found.is_dir():
                 shutil.rmtree(found, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive, and not ours to judge
-        return True
-    return True
 
 
 @dataclass(frozen=True)

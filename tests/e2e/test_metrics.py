@@ -124,7 +124,7 @@ async def test_a_killed_servers_figures_folder_is_removed_by_the_next_start(
         proc = await brain("serve", "--http", "--host", "127.0.0.1", "--port", str(port),
                            env=env, cwd=tmp_path)
         await wait_healthy(f"http://127.0.0.1:{port}", proc)
-        return proc, f"brain-metrics-{proc.pid}-"
+        return proc, f"brain-metrics-{proc.pid}_"  # its pid, place and start time
 
     first, mine = await started()
     first.kill()
