@@ -52,51 +52,42 @@ def statements() -> Iterator[dict[str, Any]]:
 
 async def whole_tables(slack: Harness, seen: dict[str, Any]) -> dict[str, list[str]]:
     """statement -> the steps of its plan that read one of our tables whole."""
-    if on_postgres():
-        return await _sequential(slack, seen)
     walks: dict[str, list[str]] = {}
     async with slack.brain.core.db.engine.connect() as conn:
         tables = {t.lower() for t in await conn.run_sync(lambda c: inspect(c).get_table_names())}
+        if on_postgres():
+            await conn.exec_driver_sql("SET enable_seqscan = off")
+        read = _postgres_walks if on_postgres() else _sqlite_walks
         for statement, params in seen.items():
             if not statement.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE",
                                                           "INSERT", "WITH")):
                 continue
-            plan = (await conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement,
-                                               params)).all()
-            steps = [step[3] for step in plan if step[3].startswith("SCAN ")
-                     and "VIRTUAL TABLE" not in step[3]  # FTS5's own index
-                     and step[3].split()[1].lower() in tables
-                     and not (BOUNDED.search(statement) and "index_vaults" in step[3])]
+            steps = [(table, step) for table, step in await read(conn, statement, params)
+                     if table in tables
+                     and not (BOUNDED.search(statement) and table == "index_vaults")]
             if steps:
-                walks[" ".join(statement.split())[:300]] = steps
-    return walks
-
-
-async def _sequential(slack: Harness, seen: dict[str, Any]) -> dict[str, list[str]]:
-    """PostgreSQL: the tables a statement would still read whole with sequential scans
-    discouraged (its planner prefers them for small tables: told not to, it takes an index
-    wherever one can serve), by a sequential scan or an index walked end to end."""
-    walks: dict[str, list[str]] = {}
-    async with slack.brain.core.db.engine.connect() as conn:
-        tables = {t.lower() for t in await conn.run_sync(lambda c: inspect(c).get_table_names())}
-        await conn.exec_driver_sql("SET enable_seqscan = off")
-        for statement, params in seen.items():
-            if not statement.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE",
-                                                          "INSERT", "WITH")):
-                continue
-            (plan,) = (await conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement,
-                                                  params)).one()
-            plan = json.loads(plan) if isinstance(plan, str) else plan
-            steps = [f"{node['Node Type']} on {node['Relation Name']}"
-                     for node in _nodes(plan[0]["Plan"])
-                     if str(node.get("Relation Name", "")).lower() in tables
-                     and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
-                     and "Index Cond" not in node
-                     and not (BOUNDED.search(statement) and node["Relation Name"] == "index_vaults")]
-            if steps:
-                walks[" ".join(statement.split())[:300]] = steps
+                walks[" ".join(statement.split())[:300]] = [step for _, step in steps]
         await conn.rollback()
     return walks
+
+
+async def _sqlite_walks(conn: Any, statement: str, params: Any) -> list[tuple[str, str]]:
+    """(table, step) of SQLite's plan that scan a table (FTS5's own index aside)."""
+    plan = (await conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, params)).all()
+    return [(step[3].split()[1].lower(), step[3]) for step in plan
+            if step[3].startswith("SCAN ") and "VIRTUAL TABLE" not in step[3]]
+
+
+async def _postgres_walks(conn: Any, statement: str, params: Any) -> list[tuple[str, str]]:
+    """(table, step) that PostgreSQL would still read whole with sequential scans discouraged
+    (its planner prefers them for small tables: told not to, it takes an index wherever one
+    can serve): a sequential scan, or an index walked end to end."""
+    (plan,) = (await conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, params)).one()
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    return [(str(node["Relation Name"]).lower(), f"{node['Node Type']} on {node['Relation Name']}")
+            for node in _nodes(plan[0]["Plan"]) if "Relation Name" in node
+            and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
+            and "Index Cond" not in node]
 
 
 def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
