@@ -221,6 +221,7 @@ async def main(dms: int, db: str, store: str) -> None:
                              BRAIN_LLM="openai", OPENAI_API_KEY="sk",
                              OPENAI_BASE_URL=llm.openai_base_url, BRAIN_STORE=store)
     brain = await Brain.start(settings)
+    brain.stores.keep_fresh()  # as `brain serve` does: the background indexer, reads trust it
     bot = SlackBot(brain, settings, poll=5)
     bot.start(scheduler=False)
     server = TestServer(bot.web_app(), host="127.0.0.1")

@@ -7,8 +7,13 @@ BRAIN_LOG_CONTENT) do they show, for debugging.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import os
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -26,6 +32,9 @@ from storage.processes import application_name
 from storage.urls import async_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+# A transaction as callers outside storage/ hand it on (a job's end, a turn's opening).
+Session = AsyncSession
 
 # Set on every new SQLite connection. WAL lets readers run beside one writer; busy_timeout makes
 # a second writer (another process, a concurrent turn) wait instead of failing at once.
@@ -138,6 +147,47 @@ def _connect_options(url: str) -> dict[str, Any]:
     return {"connect_args": {"server_settings": {"application_name": application_name()}}}
 
 
+@dataclass
+class _Shared:
+    """A transaction the sessions of one task join (`Database.sharing`)."""
+
+    db: Database
+    conn: AsyncConnection
+    task: asyncio.Task[Any] | None
+    locks: set[str] = field(default_factory=set)  # advisory locks it holds (`holds_lock`)
+
+
+_SHARED: contextvars.ContextVar[_Shared | None] = contextvars.ContextVar("brain_shared",
+                                                                         default=None)
+
+
+def _shared_here(db: Database | None = None) -> _Shared | None:
+    """The transaction this very task shares (of `db`, when given); never one of the task
+    that started this one (a task copies its creator's context)."""
+    shared = _SHARED.get()
+    if shared is None or (db is not None and shared.db is not db):
+        return None
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return None
+    return shared if task is shared.task else None
+
+
+def holds_lock(name: str) -> bool:
+    """Does this task's shared transaction hold the advisory lock `name` already?"""
+    shared = _shared_here()
+    return shared is not None and name in shared.locks
+
+
+def took_lock(session: AsyncSession, name: str) -> None:
+    """`session` took the advisory lock `name` until its transaction ends: when that is
+    this task's shared transaction, it holds the lock until it commits (`holds_lock`)."""
+    shared = _shared_here()
+    if shared is not None and session.bind is shared.conn:
+        shared.locks.add(name)
+
+
 class Database:
     """The shared database. `async with db.session() as s:`; the caller commits."""
 
@@ -198,7 +248,38 @@ class Database:
                 await conn.exec_driver_sql(SQLITE_PRAGMAS[1])
 
     def session(self) -> AsyncSession:
+        """A session of its own transaction; within `sharing`, one in the shared transaction
+        (its commit ends a savepoint, its rollback undoes its own part)."""
+        shared = _shared_here(self)
+        if shared is not None:
+            return AsyncSession(bind=shared.conn, expire_on_commit=False,
+                                join_transaction_mode="create_savepoint")
         return self._sessions()
+
+    @contextlib.contextmanager
+    def sharing(self, conn: AsyncConnection) -> Iterator[None]:
+        """Within the block, this task's sessions work in `conn`'s transaction, which the
+        caller began and ends (the database store's write: storage/vault/locks.py)."""
+        token = _SHARED.set(_Shared(self, conn, asyncio.current_task()))
+        try:
+            yield
+        finally:
+            _SHARED.reset(token)
+
+    def shared(self) -> bool:
+        """Do this task's sessions work in a shared transaction now (`sharing`)?"""
+        return _shared_here(self) is not None
+
+    @staticmethod
+    @contextlib.contextmanager
+    def alone() -> Iterator[None]:
+        """Within the block, this task's sessions are their own transactions again, even
+        within `sharing` (work that must commit whatever becomes of the shared one)."""
+        token = _SHARED.set(None)
+        try:
+            yield
+        finally:
+            _SHARED.reset(token)
 
     def intake_session(self) -> AsyncSession:
         """A session for recording incoming work, which must not queue behind the work itself:

@@ -52,6 +52,13 @@ class ChangedSince(StorageError):
     code = "changed_since"
 
 
+class Fenced(StorageError):
+    """The job this work ran for was taken over by another worker (its lease ran out): the
+    write it was making committed nothing."""
+
+    code = "taken_over"
+
+
 class StorageDown(Exception):
     """The vault or the database cannot be written now (read-only, full, gone): nothing was
     changed, and the same work can succeed once storage is back. Not a `StorageError`: it is

@@ -55,6 +55,16 @@ def process_name() -> str:
     return f"{socket.gethostname()[:20]}:{pid}:{place() or '-'}.{start_of(pid) or '-'}"
 
 
+def runs(name: str) -> bool:
+    """Whether the process called `name` (`process_name`'s form) runs now; one of another
+    place, or a name of another shape, counts as running (this machine cannot tell)."""
+    parts = name.split(":")
+    found = parts[2].split(".") if len(parts) == 3 and parts[1].isdigit() else []
+    if len(found) != 2 or found[0] != place() or found[1] == "-":
+        return True
+    return start_of(int(parts[1])) == found[1]
+
+
 def application_name(name: str | None = None) -> str:
     """The `application_name` of the connections of process `name` (this one by default)."""
     return APPLICATION + (name or process_name())

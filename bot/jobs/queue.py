@@ -23,18 +23,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from storage import notices
-from storage.db import Database
+from storage.db import Database, Session
 from storage.processes import process_of
 from storage.repositories import fencing, journal, shares
 from storage.repositories.journal import JobRow
 from storage.repositories.shares import Shares
+
+# A write made in a job's end transaction (`JobContext.at_end`), given that transaction
+# (`Session`, for the adapters that hand it on to the brain: they never use it themselves).
+Ending = Callable[[Session], Awaitable[None]]
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +170,15 @@ class JobQueue:
 
     async def finish_and_claim(self, job_id: int, owner: str, limit: int,
                                lease: timedelta = LEASE, result: dict[str, Any] | None = None,
+                               ending: Sequence[Ending] = (),
                                ) -> tuple[bool, list[JobRow]]:
-        """`finish` (done) and, in the same transaction, `claim` up to `limit` jobs for the
-        worker (the job's lane's next one among them): one transaction where two were."""
+        """`finish` (done) and, in the same transaction, the job's `ending` writes (when the
+        end is this worker's: `JobContext.at_end`) and `claim` up to `limit` jobs for the
+        worker (the job's lane's next one among them): one transaction where three were."""
         async with self.db.session() as s:
             held = await journal.finish(s, job_id, "done", None, owner, result)
+            for write in ending if held else ():
+                await write(s)
             rows = await journal.claim(s, owner, limit=limit, lease=lease,
                                        shares=self.shares) if held else []
             await s.commit()
@@ -249,6 +257,8 @@ class JobContext:
     result: dict[str, Any]
     owner: str | None = None  # the worker holding the lease (None: not fenced)
     noted: dict[str, Any] = field(default_factory=dict)
+    ending: list[Ending] = field(default_factory=list)  # see `at_end`
+    after: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def remember(self, **effects: Any) -> None:
         """Record effects the moment they are made (a later run must not repeat them);
@@ -262,6 +272,24 @@ class JobContext:
         is found another way (a posted reply carries the job's key in Slack)."""
         self.result.update(effects)
         self.noted.update(effects)
+
+    def at_end(self, write: Ending, then: Callable[[], Awaitable[None]] | None = None) -> None:
+        """`write` made in the job's end transaction, only when the end is this worker's (an
+        effect a run after a crash makes again: which message shows a receipt), and `then`
+        once that end is committed (a nicety a crash in between loses: a card updated, the
+        App Home refreshed; a failure of it is logged, the job is done)."""
+        self.ending.append(write)
+        if then is not None:
+            self.after.append(then)
+
+    async def ended(self) -> None:
+        """The job's end is committed: the work `at_end` left for after it (niceties: a
+        failure is logged and the job stays done)."""
+        for then in self.after:
+            try:
+                await then()
+            except Exception:
+                log.exception("job %s: its work after the end failed", self.job.id)
 
 
 Handler = Callable[[JobContext], Awaitable[None]]

@@ -8,14 +8,13 @@ the journal with a growing pause and runs when storage is back, however long tha
 the person is told once that it waits (`waiting`). With `ready`, a job that would write is
 not started while storage is known to be down (no model call is spent on it). A database
 server that stops answering (a restart, a failover: `storage.errors.unreachable`) is storage
-down too, but brief: its jobs wait the same way, and nobody is told. A job's end, or its return
-to the journal, that cannot be recorded because the database does not answer is tried again
-until it answers (the job stays this worker's), not left for its lease to run out.
+down too, but brief: its jobs wait the same way, and nobody is told. A job's end the database
+cannot take now is tried again until it answers, not left for its lease to run out.
 
 A worker that loses a job's lease (it stalled past the lease, or lost the database for that
 long, and another worker took the job over) stops that job: the renewal finds it gone and
-cancels it, and recording an effect or the end raises `LeaseLost`, so two workers never both
-carry a job's effects through.
+cancels it, recording an effect or the end raises `LeaseLost`, and a write of the database
+store commits nothing (`Fenced`: its transaction checks the lease, `leases.working_for`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,8 @@ from typing import Any, TypeVar
 from bot import metrics
 from bot.jobs import owners
 from bot.jobs.queue import LEASE, GiveUp, Handler, JobContext, JobQueue, JobRow, LeaseLost
-from storage.errors import unreachable, unwritable
+from storage.errors import Fenced, unreachable, unwritable
+from storage.repositories import leases
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +103,12 @@ class Worker:
         return len(self._running)
 
     async def idle(self, timeout: float | None = None) -> bool:
-        """Wait until nothing is running and nothing claimable is left (tests, benchmarks)."""
+        """Wait until nothing runs or ends (its work after the end included) and nothing
+        claimable is left (tests, benchmarks)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
-            if not self._running:
+            if not self._running and not self._ending:
                 counts = await self.queue.counts()
                 if counts["pending"] == 0 and counts["running"] == 0:
                     return True
@@ -238,8 +239,9 @@ class Worker:
             metrics.job_ran(job.kind, finished, time.perf_counter() - started)
             if not finished:
                 return
-            if await self._done(job, ctx.noted or None):
+            if await self._done(ctx):
                 self.done += 1
+                await ctx.ended()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -273,13 +275,14 @@ class Worker:
         return handler
 
     async def _attempt(self, ctx: JobContext, handler: Handler) -> bool:
-        """Run the handler once; True when it finished, False when its failure was dealt with
-        (taken over, waiting for storage, to retry, given up)."""
+        """Run the handler once; True when it finished, False when its failure was dealt
+        with (taken over, waiting for storage, to retry, given up)."""
         try:
-            await handler(ctx)
+            with leases.working_for(ctx.job.id, self.owner):  # writes that check it: fenced
+                await handler(ctx)
         except asyncio.CancelledError:
             raise
-        except LeaseLost:
+        except (LeaseLost, Fenced):
             log.warning("job %s: taken over by another worker (this one's lease ran "
                         "out); stopped here", ctx.job.id)
             return False
@@ -347,20 +350,20 @@ class Worker:
                 log.exception("job %s: the give-up handler failed", ctx.job.id)
         await self._end(ctx.job, "failed", reason)
 
-    async def _done(self, job: JobRow, result: dict[str, Any] | None) -> bool:
-        """`_end` done, and the next jobs claimed in its transaction (the lane's next one is
-        claimable from that moment); False when it was taken over."""
-        self._ending.add(job.id)
+    async def _done(self, ctx: JobContext) -> bool:
+        """`_end` done, with its writes (`JobContext.at_end`) and the next jobs claimed in its
+        transaction (the lane's next one claimable from then); False: it was taken over."""
+        self._ending.add(ctx.job.id)
         async with self._claiming:
             room = 0 if self._stopping else self._room(ending=1)
-            held, claimed = await self._recorded(job.id, lambda: self.queue.finish_and_claim(
-                job.id, self.owner, room, self.lease, result))
-            self._running.pop(job.id, None)
+            held, claimed = await self._recorded(ctx.job.id, lambda: self.queue.finish_and_claim(
+                ctx.job.id, self.owner, room, self.lease, ctx.noted or None, ctx.ending))
+            self._running.pop(ctx.job.id, None)
             if self._started(claimed, room):
                 self._wake.set()  # there may be more
         if not held:
             log.warning("job %s: taken over by another worker before it ended here; its end "
-                        "is theirs to record", job.id)
+                        "is theirs to record", ctx.job.id)
         return held
 
     async def _end(self, job: JobRow, state: str, error: str | None = None,
@@ -394,3 +397,4 @@ class Worker:
                                 job_id, gone)
             await asyncio.sleep(RECORD_DELAYS[min(tries, len(RECORD_DELAYS) - 1)])
             tries += 1
+

@@ -17,6 +17,7 @@ from storage.repositories import ConversationRow, TurnRow, journal, slack_state
 if TYPE_CHECKING:
     from bot.turn.loop import LoopOutcome
     from bot.turn.result import TurnResult
+    from storage.db import Session
 
 # A stale card: (channel, message ts, the move's data, its text), to update in place.
 StaleCard = tuple[str, str, dict[str, Any], str]
@@ -113,29 +114,27 @@ class Conversations:
             conversation = await repositories.get_conversation(s, conversation_key)
         return conversation.user_id if conversation is not None else None
 
-    async def shown_at(self, result: TurnResult, channel: str, message_ts: str,
-                       user_id: str) -> Shown:
-        """Record which message shows each new receipt of the turn; returns the cards of notes
-        the turn moved that were shown elsewhere in this channel, so the adapter can update
-        them in place, and whether the person has opened their App Home (read in the same
-        transaction, after the turn: a Home opened meanwhile counts)."""
+    async def shown_at(self, s: Session, result: TurnResult, channel: str,
+                       message_ts: str, user_id: str) -> Shown:
+        """Record which message shows each new receipt of the turn, in the caller's
+        transaction (the job's end: bot/jobs/queue.py `JobContext.at_end`); returns the cards
+        of notes the turn moved that were shown elsewhere in this channel, so the adapter can
+        update them in place, and whether the person has opened their App Home (read in the
+        same transaction, after the turn: a Home opened meanwhile counts)."""
         receipts = self.core.receipts
         stale: list[StaleCard] = []
-        async with self.db.session() as s:
-            for ex in result.executions:
-                if ex.status != "ok" or ex.output is None or not ex.output.data.get("id"):
-                    continue
-                row = await receipts.for_entry_in(s, str(ex.output.data["id"]))
-                if row is None:
-                    continue
-                if ex.output.kind == "capture":
-                    await receipts.shown_in(row.id, message_ts, session=s)
-                elif ex.output.kind == "move" and row.message_ts and row.channel == channel \
-                        and row.message_ts != message_ts:
-                    stale.append((channel, row.message_ts, ex.output.data, ex.output.text))
-            home = await slack_state.home_watched(s, user_id)
-            await s.commit()
-        return Shown(stale, home)
+        for ex in result.executions:
+            if ex.status != "ok" or ex.output is None or not ex.output.data.get("id"):
+                continue
+            row = await receipts.for_entry_in(s, str(ex.output.data["id"]))
+            if row is None:
+                continue
+            if ex.output.kind == "capture":
+                await receipts.shown_in(row.id, message_ts, session=s)
+            elif ex.output.kind == "move" and row.message_ts and row.channel == channel \
+                    and row.message_ts != message_ts:
+                stale.append((channel, row.message_ts, ex.output.data, ex.output.text))
+        return Shown(stale, await slack_state.home_watched(s, user_id))
 
     # -- the record of a turn -----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.answers.final import cite_prose, needs_citations
 from bot.core import Core, ModelChoice
@@ -43,9 +44,13 @@ from bot.turn.result import (
 )
 from bot.turn.tool_calls import ToolCalls
 from storage import repositories
-from storage.errors import StorageDown, unwritable
+from storage.errors import StorageDown, StorageError, unwritable
 from storage.history import collecting
 from storage.repositories import ConversationRow, MessageRow, slack_state
+from storage.types import VaultSummary
+
+if TYPE_CHECKING:
+    from storage.db import Session
 from tools import registry
 from tools.base import ToolContext
 from tools.capture.fence import Fence
@@ -145,8 +150,10 @@ class TurnRunner:
     async def _open(self, conversation_key: str, user_id: str, text: str, channel: str | None,
                     thread_ts: str | None, job: JobRow | None, resume: bool) -> Opened:
         """One transaction opens the turn: the person's row (their model; with `resume`, a
-        pause of theirs ended), the conversation, its filed notes, its recent turns."""
+        pause of theirs ended), the conversation, its filed notes, its recent turns, and the
+        vault's summary for the model when its index is fresh."""
         async with self.db.session() as s:
+            summary = await self._summary_in(s, user_id)
             if resume:
                 person, ended = await slack_state.returned(s, user_id)
             else:
@@ -160,7 +167,14 @@ class TurnRunner:
             await s.commit()
         _back(user_id, ended)
         return Opened(conv, turn_id, filed_notes(receipts), stored_turns,
-                      ModelChoice(person.model if person is not None else None))
+                      ModelChoice(person.model if person is not None else None), summary)
+
+    async def _summary_in(self, s: Session, user_id: str) -> VaultSummary | None:
+        try:
+            store = self.core.store_for(user_id)
+        except StorageError:  # (no vault to read: the model's turn says so, as before)
+            return None
+        return await store.summary_in(s)
 
     async def _context(self, opened: Opened, user_id: str, text: str, source: str,
                        channel: str | None, thread_ts: str | None, job: JobRow | None,
@@ -218,7 +232,8 @@ class TurnRunner:
     async def _ask_model(self, opened: Opened, user_id: str, view: str, ctx: ToolContext,
                          run_call: Caller, provider: Provider) -> LoopOutcome:
         store = self.core.store_for(user_id)
-        system = system_prompt(now=self.core.now(), summary=await store.summary(),
+        system = system_prompt(now=self.core.now(),
+                               summary=opened.summary or await store.summary(),
                                filed=opened.filed,
                                threshold=self.settings.confidence_threshold,
                                viewing=(opened.conv.context or {}).get("channel_id"))
@@ -312,6 +327,7 @@ class Opened:
     filed: list[FiledNote]
     stored_turns: list[list[MessageRow]]
     chosen: ModelChoice  # the model the person chose, read with the rest
+    summary: VaultSummary | None  # the vault's, when it could be read with the rest
 
 
 @dataclass(frozen=True)

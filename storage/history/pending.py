@@ -112,6 +112,13 @@ class Pending:
     def entries(self) -> list[Late]:
         return [Late.from_dict(d) for d in self._lines()] + list(self._unsaved)
 
+    def paths(self) -> list[str]:
+        """The files the late changes touched (moved ones at both ends), each once."""
+        return list(dict.fromkeys(
+            rel for late in self.entries() for rel in (
+                *late.paths, *(r for pair in late.moved for r in pair),
+                *(r for r, _blob in late.put))))
+
     @property
     def unsaved(self) -> bool:
         """Are some kept only in this process's memory (the file could not be written)?"""

@@ -28,6 +28,7 @@ class _Store(Protocol):
     async def _fresh(self) -> None: ...
     async def resolve(self, ref: str) -> str: ...
     async def _touched(self, rels: list[str]) -> None: ...
+    async def _catch_up(self) -> None: ...
 
 
 def _kept(store: _Store) -> History:
@@ -42,8 +43,19 @@ class Recorded:
     async def _before(self: _Store, rels: Iterable[str]) -> None:
         # A few files' hashes and a small commit (~4 ms): inline, as the write itself is.
         if self.history is not None:
-            await self.history.ready()
+            await self._catch_up()
             self.history.before(list(rels))
+
+    async def _catch_up(self: _Store) -> None:
+        """Under the write lock: the history's late changes recorded (and the first snapshot
+        taken), the files they put re-indexed (in the database store: sent with the write
+        under way; a killed process's half-made change is made whole there, never sent half)."""
+        if self.history is None:
+            return
+        late = self.history.pending.paths() if self.history.pending.behind else []
+        await self.history.ready()
+        if late:
+            await self._touched(late)
 
     async def _record(self: _Store, action: str, summary: str, rels: Iterable[str],
                       moved: Iterable[tuple[str, str]] = (),
@@ -62,7 +74,7 @@ class Recorded:
         await self._fresh()  # outside edits the rescan finds are in the list
         rel = await self.resolve(ref) if ref else None
         async with self._changing():
-            await asyncio.to_thread(history.settle)  # late changes recorded, if they can be
+            await self._catch_up()  # late changes recorded, if they can be
         return await asyncio.to_thread(history.of_note, rel, limit)
 
     def history_trouble(self: _Store) -> str | None:

@@ -7,6 +7,7 @@ caller's transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 import weakref
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import BigInteger, Column, Float, MetaData, Table, Text, insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from storage.db import holds_lock
 from storage.errors import StorageError
 from storage.index.extract import IndexedNote, extract_note, indexable
 from storage.text import clean_text
@@ -38,8 +40,13 @@ SCANS_KEPT = 4096
 _LAST_SCAN: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
 
 
-def index_turn(vault_key: str) -> asyncio.Lock:
-    """This process's lock on the index writes of one vault (in the running event loop)."""
+def index_turn(vault_key: str) -> contextlib.AbstractAsyncContextManager[Any]:
+    """This process's lock on the index writes of one vault (in the running event loop).
+    Nothing to wait for in a task whose shared transaction holds the vault's index lock
+    (storage/vault/locks.py `index_lock`): every other writer waits for that one, and
+    waiting here would wait for a task that waits for it."""
+    if holds_lock(f"index:{vault_key}"):
+        return contextlib.nullcontext()
     locks = _TURNS.setdefault(asyncio.get_running_loop(), {})
     if vault_key not in locks and len(locks) >= SCANS_KEPT:  # a lock nobody holds or awaits
         for key in [k for k, lock in locks.items() if not lock.locked()]:

@@ -250,8 +250,9 @@ def _merged(s: AsyncSession, patch: dict[str, Any]) -> Any:
     return func.json_patch(func.coalesce(Job.result, "{}"), value)
 
 
-def _held(job_id: int, owner: str | None) -> list[Any]:
-    """The job, and (given an owner) only while that owner holds it."""
+def holding(job_id: int, owner: str | None) -> list[Any]:
+    """The job, and (given an owner) only while that owner holds it (the conditions of a
+    statement's WHERE)."""
     cond = [Job.id == job_id]
     if owner is not None:
         cond += [Job.lease_owner == owner, Job.state == "running"]
@@ -262,7 +263,7 @@ async def set_result(s: AsyncSession, job_id: int, result: dict[str, Any],
                      owner: str | None = None) -> bool:
     """Merge `result` into the job's record of effects already made (e.g. a posted reply).
     With `owner`: only while it holds the lease (False, nothing written, when it does not)."""
-    done = await s.execute(update(Job).where(*_held(job_id, owner))
+    done = await s.execute(update(Job).where(*holding(job_id, owner))
                            .values(result=_merged(s, result), updated_at=utcnow())
                            .execution_options(synchronize_session=False))
     return int(done.rowcount) == 1  # type: ignore[attr-defined]
@@ -280,7 +281,7 @@ async def finish(s: AsyncSession, job_id: int, state: str, error: str | None = N
                               "lease_until": None, "finished_at": now, "updated_at": now}
     if result:
         values["result"] = _merged(s, result)
-    done = await s.execute(update(Job).where(*_held(job_id, owner)).values(**values)
+    done = await s.execute(update(Job).where(*holding(job_id, owner)).values(**values)
                            .execution_options(synchronize_session=False))
     return int(done.rowcount) == 1  # type: ignore[attr-defined]
 
@@ -316,7 +317,7 @@ async def retry_later(s: AsyncSession, owner: str, job_id: int, delay: timedelta
         values["attempts"] = Job.attempts - 1
     if result:
         values["result"] = _merged(s, result)
-    done = await s.execute(update(Job).where(*_held(job_id, owner)).values(**values)
+    done = await s.execute(update(Job).where(*holding(job_id, owner)).values(**values)
                            .execution_options(synchronize_session=False))
     return int(done.rowcount) == 1  # type: ignore[attr-defined]
 

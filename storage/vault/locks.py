@@ -42,7 +42,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.errors import StorageError
+from storage.db import took_lock
+from storage.errors import Fenced, StorageError
 
 if TYPE_CHECKING:
     from storage.db import Database
@@ -194,7 +195,8 @@ async def _machine_lock(root: Path, timeout: float) -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def _database_lock(db: Database, name: str, timeout: float) -> AsyncIterator[None]:
+async def _database_lock(db: Database, name: str, timeout: float,
+                         share: bool = False) -> AsyncIterator[None]:
     key = lock_key(name)
     async with db.lock_engine().connect() as conn:
         # Both settings end with the transaction; they bound the wait and an orphaned lock.
@@ -208,20 +210,43 @@ async def _database_lock(db: Database, name: str, timeout: float) -> AsyncIterat
             if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
                 raise _busy(timeout) from None
             raise
+        if not share:
+            try:
+                yield
+            finally:
+                await conn.rollback()  # ends the transaction: the lock is released
+            return
         try:
-            yield
-        finally:
-            await conn.rollback()  # ends the transaction: the lock is released
+            with db.sharing(conn):  # the holder's sessions work in the lock's transaction
+                yield
+                await _fence(db)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.rollback()
+            raise
+        await conn.commit()  # the write's effects and the lock's end, at once
+
+
+async def _fence(db: Database) -> None:
+    """Fenced: a write made for a job another worker has taken over commits nothing."""
+    from storage.repositories.leases import lease_holds  # (the ORM: database store only)
+
+    async with db.session() as s:
+        if not await lease_holds(s):
+            raise Fenced("this work's job was taken over by another worker (its lease ran "
+                         "out): nothing of it was written")
 
 
 @contextlib.asynccontextmanager
 async def vault_lock(root: Path, timeout: float = WAIT_SECONDS,
                      db: Database | None = None, name: str | None = None,
-                     ) -> AsyncIterator[None]:
+                     share: bool = False) -> AsyncIterator[None]:
     """Hold the vault's write lock: this machine's, and with `db` on PostgreSQL every
     machine's (named by the vault's path, or by `name`: the database store's vaults, whose
     mirrors lie in other folders on each machine). LockTimeout when it stays busy for
-    `timeout` seconds."""
+    `timeout` seconds. With `share` (the database store) the holder's sessions of `db` work
+    in the lock's own transaction, committed as the block ends and rolled back when it
+    raises: all of a write's rows or none."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     async with _machine_lock(root, timeout):
@@ -229,7 +254,8 @@ async def vault_lock(root: Path, timeout: float = WAIT_SECONDS,
             yield
             return
         left = max(deadline - loop.time(), 0.001)
-        async with _database_lock(db, name or f"vault:{Path(root).resolve()}", left):
+        async with _database_lock(db, name or f"vault:{Path(root).resolve()}", left,
+                                  share):
             yield
 
 
@@ -249,7 +275,9 @@ async def index_lock(session: AsyncSession, key: str) -> None:
     """Until this session's transaction ends, no other process writes the index of vault
     `key` (PostgreSQL; a no-op on SQLite, whose one writer already excludes the others)."""
     if session.get_bind().dialect.name == "postgresql":
-        await session.execute(select(func.pg_advisory_xact_lock(lock_key(f"index:{key}"))))
+        name = f"index:{key}"
+        await session.execute(select(func.pg_advisory_xact_lock(lock_key(name))))
+        took_lock(session, name)
 
 
 # The vault whose write lock this task holds: a rescan inside a write records outside edits
@@ -274,14 +302,14 @@ async def machine_lock(root: Path, timeout: float = WAIT_SECONDS) -> AsyncIterat
 
 @contextlib.asynccontextmanager
 async def write_lock(root: Path, db: Database | None = None,
-                     name: str | None = None) -> AsyncIterator[None]:
+                     name: str | None = None, share: bool = False) -> AsyncIterator[None]:
     """`vault_lock` for a Store's writes: re-entrant within a task, and a process's own
     writers queue in turn first, so only one of them waits for the lock itself."""
     if _HOLDING.get() == root:
         yield
         return
     queue = _QUEUES.setdefault(asyncio.get_running_loop(), {}).setdefault(root, asyncio.Lock())
-    async with queue, vault_lock(root, db=db, name=name):
+    async with queue, vault_lock(root, db=db, name=name, share=share):
         token = _HOLDING.set(root)
         try:
             yield

@@ -12,8 +12,11 @@ number it saw.
   the vault lock, so two processes of one machine do not write the mirror at once.
 - **Push** (at the end of a write, still under the write lock, which on PostgreSQL every
   machine's writers share): the files the write touched and the history's new objects and
-  head, in one transaction. A push that dies half-way commits nothing; the mirror's unpushed
-  change is found by the next writer on this machine (its `unpushed` mark) and sent then.
+  head, with their index rows, in the lock's own transaction, which holds every other row the
+  write made (a capture's receipt): all of the write or nothing. A write that does not commit
+  (it raised, the database refused it, its process died) leaves its files marked in the
+  mirror (`unpushed`), and the next pull on this machine puts them back as the database
+  holds them (storage/vault/uncommitted.py).
 - **The git remote** (storage/sync): its state (`remote.json` beside the history: the head
   git clients see, the history commit it stands for) travels with the history's head, and
   its commits (a mirror of each history commit, the commits people pushed) with the
@@ -41,10 +44,12 @@ from storage.db import Database
 from storage.history import History
 from storage.history.history import LOG_NAME, REMOTE_NAME
 from storage.history.repo import BRANCH
+from storage.processes import process_name, runs
 from storage.vault import vault_rows as rows
 from storage.vault.atomic import TEMP_NAME, write_atomic
 from storage.vault.files import Vault
 from storage.vault.locks import machine_lock
+from storage.vault.uncommitted import put_back
 from storage.vault.vault_rows import Index, Outgoing
 
 FORGOTTEN = ""  # the head of a vault whose person was forgotten
@@ -81,29 +86,48 @@ class Mirror:
     async def writing(self, lock: contextlib.AbstractAsyncContextManager[None],
                       pulled: Callable[[list[str]], Awaitable[None]],
                       index: Index | None = None) -> AsyncIterator[None]:
-        """A write under `lock` (the vault's write lock): the mirror pulled first (`pulled`
-        hears what changed), the write's paths pushed at the end, whatever became of it, with
-        the index rows of the files the write asked to index (`reindex`) in the push's own
-        transaction (`index.rows`; `index.written` after it commits). Within a write already
-        under way, nothing more."""
-        async with lock:
-            if self._wrote is not None:
-                self._nested += 1
+        """A write under `lock` (the vault's write lock, whose transaction this task's
+        sessions share: storage/vault/locks.py): the mirror pulled first (`pulled` hears what
+        changed), the write's paths pushed at the end with the index rows of the files the
+        write asked to index (`reindex`, by `index.rows`), all in the lock's one transaction;
+        the mirror's state moved on once it commits (`index.written` then). A write that
+        raises, or a commit that fails, sends nothing: the files it changed are put back as
+        the database holds them by the next pull. Within a write already under way, nothing
+        more."""
+        settle: Callable[[], None] | None = None
+        began = False
+        try:
+            async with lock:
+                if self._wrote is not None:
+                    self._nested += 1
+                    try:
+                        yield
+                    finally:
+                        self._nested -= 1
+                    return
+                changed = (await self.pull()).paths
+                if changed:  # indexed now: what other machines sent is not this write's
+                    await pulled(changed)
+                self._mark(writing=process_name())  # should it die: storage/vault/uncommitted.py
+                began = True
+                self._wrote, self._reindex = [], []
                 try:
                     yield
-                finally:
-                    self._nested -= 1
-                return
-            changed = (await self.pull()).paths
-            if changed:  # indexed now: what other machines sent is not this write's
-                await pulled(changed)
-            self._wrote, self._reindex = [], []
-            try:
-                yield
-            finally:
-                wrote, self._wrote = self._wrote, None
-                reindex, self._reindex = self._reindex, []
-                await self.push(wrote, index if reindex else None, reindex)
+                    settle = await self.push(self._wrote, index if self._reindex else None,
+                                             self._reindex)
+                finally:  # (the marks of what it wrote stay until the commit is known)
+                    self._wrote, self._reindex = None, []
+        except BaseException:
+            if began:  # alive: the files it changed are all marked (`unpushed`)
+                self._mark(writing=False)
+            raise
+        if settle is not None:
+            settle()
+
+    def _mark(self, **marks: Any) -> None:
+        state = self._state()
+        state.update(marks)
+        self.save(state)
 
     @property
     def in_write(self) -> bool:
@@ -120,14 +144,17 @@ class Mirror:
 
     def wrote(self, rels: Iterable[str]) -> None:
         """The write under way changed these files (sent by its push). Marked in the mirror's
-        state at once: should the process die before its push, the next write on this
-        machine sends them."""
+        state at once: should the write not commit, the next pull on this machine puts them
+        back as the database holds them (storage/vault/uncommitted.py)."""
         if self._wrote is None:
             return
+        rels = list(rels)
         self._wrote.extend(rels)
         state = self._state()
-        state["unpushed"] = sorted({*state.get("unpushed", []), *rels})
-        self._save(state)
+        marked = set(state.get("unpushed", []))
+        if not marked.issuperset(rels):  # (a write's index marks what its record did)
+            state["unpushed"] = sorted(marked.union(rels))
+            self.save(state)
 
     # --- the mirror's own state -------------------------------------------------------------
 
@@ -138,7 +165,7 @@ class Mirror:
         except (OSError, ValueError):
             return {}
 
-    def _save(self, state: dict[str, Any]) -> None:
+    def save(self, state: dict[str, Any]) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.state_path, json.dumps(state).encode())
 
@@ -154,16 +181,21 @@ class Mirror:
         return self.behind_of(newest)
 
     def behind_of(self, top: int | None) -> bool:
-        """Behind a vault whose newest row is `top` (None: it has none)?"""
+        """Behind a vault whose newest row is `top` (None: it has none), or holding files a
+        write that did not commit changed (storage/vault/uncommitted.py: one that ended, or
+        whose process died; never one under way)?"""
         state = self._state()
         return not state.get("ready") or (
-            top is not None and int(top) > int(state.get("seq", 0)))
+            top is not None and int(top) > int(state.get("seq", 0))) or (
+            self._wrote is None and _uncommitted(state))
 
     async def pull(self) -> Pulled:
         """Bring the mirror up to date (see the module's text)."""
         async with machine_lock(self.vault.root):
             sent = await self._first_use()
             state = self._state()
+            if (state.get("unpushed") or state.get("writing")) and self._wrote is None:
+                sent += await put_back(self, state)
             since = int(state.get("seq", 0))
             files, objects, head = await self._read_since(since)
             if not files and not objects and head is None:
@@ -174,7 +206,7 @@ class Mirror:
             state["seq"] = max([since, *seqs])
             if head is not None and head[0] != FORGOTTEN:  # what the database holds now
                 state.update(head=head[0], remote=head[2] or state.get("remote"))
-            self._save(state)
+            self.save(state)
         return Pulled(changed, head[0] if head is not None else None)
 
     async def _read_since(self, since: int) -> tuple[list[Any], list[Any], Any]:
@@ -212,7 +244,7 @@ class Mirror:
 
     def _wipe(self) -> list[str]:
         """The person was forgotten (on some machine): this mirror goes too, history and all."""
-        gone = self._all_files()
+        gone = self.all_files()
         for rel in gone:
             self.vault.resolve(rel).unlink(missing_ok=True)
         for folder in sorted(self.vault.root.rglob("*"), reverse=True):
@@ -232,26 +264,28 @@ class Mirror:
     # --- push -------------------------------------------------------------------------------
 
     async def push(self, rels: Iterable[str], index: Index | None = None,
-                   reindex: Sequence[str] = ()) -> None:
+                   reindex: Sequence[str] = ()) -> Callable[[], None]:
         """Send what a write changed (called under the vault's write lock): the files at
         `rels` as they are now, and the history's objects and head past what the database
-        holds, with `index`'s rows of `reindex` (and of any file left unsent by an earlier
-        write). One transaction."""
+        holds, with `index`'s rows of `reindex`. One transaction (the write's, when it shares
+        one). Returns what to do once it commits: the mirror's state moved on."""
         state = self._state()
         rels = sorted({*rels, *state.get("unpushed", [])})
-        if index is not None:
-            reindex = sorted({*reindex, *state.get("unpushed", [])})
-        state["unpushed"] = rels  # until the database has them: sent by the next writer
-        self._save(state)
+        if rels != state.get("unpushed"):  # until the database has them (`wrote`)
+            state["unpushed"] = rels
+            self.save(state)
         files = await asyncio.to_thread(self._files, rels)
         out = await asyncio.to_thread(self._outgoing, state)
         seqs = await self._write(files, out, index, list(reindex))
-        state.update(unpushed=[], head=out.head or state.get("head"),
-                     remote=out.remote or state.get("remote"),
-                     seq=max([int(state.get("seq", 0)), *seqs]))
-        self._save(state)
-        if index is not None:
-            index.written(list(reindex))
+
+        def settle() -> None:
+            state.update(unpushed=[], writing=False, head=out.head or state.get("head"),
+                         remote=out.remote or state.get("remote"),
+                         seq=max([int(state.get("seq", 0)), *seqs]))
+            self.save(state)
+            if index is not None:
+                index.written(list(reindex))
+        return settle
 
     def _files(self, rels: list[str]) -> list[dict[str, Any]]:
         out = []
@@ -311,7 +345,7 @@ class Mirror:
             sent = await self.send_all()
         state = self._state()
         state["ready"] = True
-        self._save(state)
+        self.save(state)
         return sent
 
     def _has_content(self) -> bool:
@@ -325,20 +359,29 @@ class Mirror:
     async def send_all(self) -> list[str]:
         """The whole mirror sent (a file store's vault brought in): every file, every object
         of its history, its head; idempotent. Returns the files."""
-        rels = await asyncio.to_thread(self._all_files)
+        rels = await asyncio.to_thread(self.all_files)
         state = self._state()
         for known in ("head", "remote"):  # the database knows neither of this vault yet
             state.pop(known, None)
-        self._save(state)
-        await self.push(rels)
+        self.save(state)
+        with self.db.alone():  # committed now, whatever becomes of the write it began
+            settle = await self.push(rels)
+        settle()
         return rels
 
-    def _all_files(self) -> list[str]:
+    def all_files(self) -> list[str]:
         out = []
         for path in sorted(self.vault.root.rglob("*")):
             if path.is_file() and not path.is_symlink() and not TEMP_NAME.match(path.name):
                 out.append(path.relative_to(self.vault.root).as_posix())
         return out
+
+
+def _uncommitted(state: dict[str, Any]) -> bool:
+    writer = state.get("writing")
+    if writer:  # a write under way, unless its process is gone
+        return isinstance(writer, str) and not runs(writer)
+    return bool(state.get("unpushed"))
 
 
 async def mirrors_behind(db: Database, mirrors: Sequence[Mirror]) -> set[str]:

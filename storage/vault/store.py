@@ -187,16 +187,32 @@ class Store(Recorded, Upkeep):
     async def summary(self) -> VaultSummary:
         return await self._read(self.index.summary)
 
+    async def summary_in(self, session: AsyncSession) -> VaultSummary | None:
+        """`summary` read in the caller's transaction when the index needs no rescan or pull
+        first (known fresh, the mirror up to date); None: ask `summary`."""
+        if self.mirror is not None:
+            if await self.mirror.behind(session):
+                return None
+        elif not self._trusted():
+            return None
+        return await self.index.summary(session)
+
     # --- writing ----------------------------------------------------------------------------
 
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
         """The vault's write lock (storage/vault/locks.py `write_lock`); in the database store
         every machine's, with the mirror pulled first and the write pushed after."""
         name = f"vault:{self.vault.key}" if self.vault.logical else None
-        lock = write_lock(self.vault.root, self.db, name=name)
         if self.mirror is None:
-            return lock
+            return write_lock(self.vault.root, self.db, name=name)
+        lock = write_lock(self.vault.root, self.db, name=name, share=True)
         return self.mirror.writing(lock, self._touched, IndexOnPush(self))
+
+    def together(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """A block whose reads and writes are one write: in the database store, under the
+        vault's lock and in its one transaction (a capture's looks at what exists and the note
+        it files); in the file store nothing (each write takes the lock itself)."""
+        return contextlib.nullcontext() if self.mirror is None else self._changing()
 
     async def link_to(self, rel: str) -> str:
         """The shortest `[[link]]` target naming `rel` alone: its stem, else its path."""

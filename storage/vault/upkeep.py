@@ -54,6 +54,9 @@ class Upkeep:
     def _changing(self) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
+    async def _catch_up(self) -> None:
+        raise NotImplementedError
+
     async def _locked_refresh(self, then: Callable[[AsyncSession], Awaitable[Any]] | None = None,
                               out: list[Any] | None = None) -> RefreshStats:
         """A rescan into the index; `then` (a read) runs in its transaction, after the rescan,
@@ -89,7 +92,7 @@ class Upkeep:
             changed = await self._pull()
             if self.history is not None and self.history.pending.behind:
                 async with self._changing():  # the lock across machines; sent when recorded
-                    await self.history.ready()  # what it could not record before (a stale lock)
+                    await self._catch_up()  # what it could not record before (a stale lock)
             return RefreshStats(changed=tuple(changed))
         return await self.rescan()
 
@@ -130,7 +133,7 @@ class Upkeep:
         if self.history is not None and (stats.changed or self.history.pending.behind):
             history = self.history
             async with self._changing():
-                await history.ready()  # with the changes it could not record before
+                await self._catch_up()  # with the changes it could not record before
                 if stats.changed:
                     await asyncio.to_thread(history.outside, stats.changed)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.db import Database
 
@@ -65,21 +65,53 @@ async def held(db: Database, vault: str) -> bool:
 async def read_since(db: Database, vault: str,
                      since: int) -> tuple[list[Any], list[Any], Any]:
     """Everything past `since`, in one snapshot (a push commits files, objects and head
-    together: the mirror never sees a head without its objects)."""
+    together: the mirror never sees a head without its objects). Within a write (which
+    holds the vault's lock: no push can come between), in the write's transaction."""
+    if db.shared():
+        async with db.session() as s:
+            return await _since(s, vault, since)
     async with db.engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="REPEATABLE READ")
         async with conn.begin():
-            args = {"v": vault, "s": since}
-            files = (await conn.execute(text(
-                "SELECT path, content, mtime_ns, seq FROM vault_files "
-                "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
-            objects = (await conn.execute(text(
-                "SELECT sha, kind, data, seq FROM vault_objects "
-                "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
-            head = (await conn.execute(text(
-                "SELECT head, seq, remote FROM vault_heads WHERE vault = :v AND seq > :s"),
-                args)).first()
+            return await _since(conn, vault, since)
+
+
+async def _since(conn: AsyncSession | AsyncConnection, vault: str,
+                 since: int) -> tuple[list[Any], list[Any], Any]:
+    args = {"v": vault, "s": since}
+    files = (await conn.execute(text(
+        "SELECT path, content, mtime_ns, seq FROM vault_files "
+        "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
+    objects = (await conn.execute(text(
+        "SELECT sha, kind, data, seq FROM vault_objects "
+        "WHERE vault = :v AND seq > :s ORDER BY seq"), args)).all()
+    head = (await conn.execute(text(
+        "SELECT head, seq, remote FROM vault_heads WHERE vault = :v AND seq > :s"),
+        args)).first()
     return list(files), list(objects), head
+
+
+async def files_at(db: Database, vault: str, paths: Sequence[str],
+                   ) -> dict[str, tuple[bytes, int]]:
+    """The content and mtime of each of `paths` the database holds (a deleted file's row,
+    or none: absent)."""
+    if not paths:
+        return {}
+    async with db.session() as s:
+        found = (await s.execute(text(
+            "SELECT path, content, mtime_ns FROM vault_files "
+            "WHERE vault = :v AND path = ANY(CAST(:ps AS text[])) AND content IS NOT NULL"),
+            {"v": vault, "ps": list(paths)})).all()
+    return {str(p): (bytes(c), int(m)) for p, c, m in found}
+
+
+async def hashes(db: Database, vault: str) -> dict[str, str]:
+    """The sha256 of each file the database holds of the vault."""
+    async with db.session() as s:
+        found = (await s.execute(text(
+            "SELECT path, sha FROM vault_files WHERE vault = :v AND content IS NOT NULL"),
+            {"v": vault})).all()
+    return {str(p): str(h) for p, h in found}
 
 
 async def write(db: Database, vault: str, files: list[dict[str, Any]], out: Outgoing,

@@ -66,15 +66,24 @@ class PrivatePostgres:
     def url(self, database: str) -> str:
         return f"postgresql+asyncpg://postgres@/{database}?host={quote(str(self.socket_dir))}"
 
-    async def owners_of_done_jobs(self, database: str) -> list[str]:
+    async def fetch(self, database: str, query: str) -> list[Any]:
         import asyncpg
 
         conn = await asyncpg.connect(host=str(self.socket_dir), user="postgres",
                                      database=database)
         try:
-            rows = await conn.fetch("SELECT lease_owner FROM jobs WHERE state = 'done'")
+            return list(await conn.fetch(query))
         finally:
             await conn.close()
+
+    async def owners_of_done_jobs(self, database: str) -> list[str]:
+        rows = await self.fetch(database, "SELECT lease_owner FROM jobs WHERE state = 'done'")
+        return [str(row[0]) for row in rows]
+
+    async def notes_held(self, database: str) -> list[str]:
+        """The text of every note the database store holds."""
+        rows = await self.fetch(database, "SELECT convert_from(content, 'UTF8') FROM "
+                                "vault_files WHERE content IS NOT NULL AND path LIKE '%.md'")
         return [str(row[0]) for row in rows]
 
     async def admin(self, *statements: str) -> None:
@@ -158,10 +167,14 @@ async def _until(what: str, check: Any, seconds: float) -> None:
         await asyncio.sleep(0.05)
 
 
-# fast: a restart; immediate: a crash; with --workers 2 a helper process's turns are cut too
-@pytest.mark.parametrize(("mode", "workers"), [("fast", 1), ("immediate", 1), ("fast", 2)])
+# fast: a restart; immediate: a crash; with --workers 2 a helper process's turns are cut too;
+# the database store (its writes cut in the middle of their one transaction) too
+@pytest.mark.parametrize(("mode", "workers", "store"), [
+    ("fast", 1, "files"), ("immediate", 1, "files"), ("fast", 2, "files"),
+    ("immediate", 1, "database")])
 async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
-        tmp_path: Path, postgres: PrivatePostgres, mode: str, workers: int) -> None:
+        tmp_path: Path, postgres: PrivatePostgres, mode: str, workers: int,
+        store: str) -> None:
     fake = await FakeSlack().start()
     llm = FakeLLMServer().start()
     llm.delay = 0.3  # every model call takes a while
@@ -172,7 +185,7 @@ async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
                     BRAIN_LOG_LEVEL="WARNING", BRAIN_USER_RUNNING="0", BRAIN_USER_RATE="0",
                     # Longer than the product's 60 s: work that waited for a lease to run out
                     # is told apart from work taken up when the database is back.
-                    BRAIN_JOB_LEASE_SECONDS="120",
+                    BRAIN_JOB_LEASE_SECONDS="120", BRAIN_STORE=store,
                     DATABASE_URL=postgres.url("brain"))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -236,8 +249,10 @@ async def test_a_postgres_restart_mid_burst_loses_nothing_and_repeats_nothing(
     stderr = log.read_text(encoding="utf-8", errors="replace")
     assert code == 0, stderr[-3000:]
 
-    vault = tmp_path / "data" / "vaults" / USER
+    vault = tmp_path / "data" / "vaults" / USER  # (in the database store: its mirror)
     notes = {p: p.read_text(encoding="utf-8") for p in vault.rglob("*.md")}
+    if store == "database":  # what every machine reads: the database's, as the mirror's
+        assert sorted(await postgres.notes_held("brain")) == sorted(notes.values())
     filed = Counter(i for i in range(DMS + 1) for text in notes.values() if _text(i) in text)
     wrong = {i: [str(p.relative_to(vault)) for p, text in notes.items() if _text(i) in text]
              for i in range(DMS + 1) if filed[i] != 1}

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,9 +20,13 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from storage.db import Database
-from storage.errors import ChangedSince, NotFound
+from storage.errors import ChangedSince, Fenced, NotFound
 from storage.history import History, changing, history_path
+from storage.models import Job
+from storage.processes import process_name
+from storage.repositories import leases
 from storage.sync.remote import FETCH_FIRST, VaultRemote
+from storage.types import ReceiptDraft
 from storage.vault.files import Vault
 from storage.vault.mirror import Mirror
 from storage.vault.store import Store
@@ -286,30 +293,36 @@ async def refuse(db: Database, table: str, word: str | None = None, why: str = "
         await s.commit()
 
 
-async def test_a_note_whose_text_was_not_sent_is_not_found_anywhere_until_it_is(
+async def test_a_write_whose_text_the_database_refused_is_undone_on_its_machine_too(
         tmp_path: Path, db: Database) -> None:
-    """A note's index rows travel in the transaction that sends its text: when the database
-    refuses the text, no machine's search finds a note it cannot read; the next write of the
-    machine sends the text and its rows together."""
+    """A write is one transaction (its note's text, index rows, history and receipt): when
+    the database refuses the text, no machine finds the note, not even the one that wrote
+    it (its mirror is put back), and nothing of it is sent later; made again, it lands."""
     a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
-    await a.store.list()
+    await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
+    head = a.history.repo.head()
     await refuse(db, "vault_files", "kites", "no room for kites")  # as a full disk would
     with pytest.raises(Exception, match="no room for kites"):
         await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
     assert (await b.store.search("kites")).entries == []
     assert (await a.store.search("kites")).entries == []
+    assert not any("kites" in rel for rel in a.files())
+    assert a.history.repo.head() == head  # its change is not in the history either
 
     await refuse(db, "vault_files")
-    await a.store.create("ideas", "Boats", {}, "A rowing boat\n")  # sends what was left
+    await a.store.create("ideas", "Oars", {}, "Two oars\n")
+    assert (await b.store.search("kites")).entries == []  # nothing of it was sent later
+    await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
     [found] = (await b.store.search("kites")).entries
     assert (await b.store.get(found.path)).body == "Kites over the bay\n"
+    await b.store.list()
+    assert a.files() == b.files()
 
 
-async def test_a_change_whose_index_rows_were_refused_is_not_sent_either(
+async def test_a_change_whose_index_rows_were_refused_is_undone_with_its_text(
         tmp_path: Path, db: Database) -> None:
     """The other way round, for a change of a note: when its index rows cannot be written,
-    its text is not sent either (no machine reads a change its search cannot find); the
-    next write of the machine sends both."""
+    its text is not sent, and the machine that wrote it reads the note as it was."""
     a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
     boats = await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
     await refuse(db, "index_notes", "boats", "no index for boats")
@@ -317,8 +330,143 @@ async def test_a_change_whose_index_rows_were_refused_is_not_sent_either(
         await a.store.update(boats.path, {}, append_body="With a sail.")
     assert "sail" not in (await b.store.get(boats.path)).body
     assert (await b.store.search("sail")).entries == []
+    assert (await a.store.get(boats.path)).body == "A rowing boat\n"
 
     await refuse(db, "index_notes")
-    await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")  # sends what was left
+    await a.store.update(boats.path, {}, append_body="With a sail.")
     [found] = (await b.store.search("sail")).entries
     assert "With a sail." in (await b.store.get(found.path)).body
+
+
+_WRITER = """
+import asyncio, sys
+from pathlib import Path
+from storage.db import Database
+from storage.types import ReceiptDraft
+from tests.storage.test_database_store import Machine
+
+async def main() -> None:
+    db = await Database.open(sys.argv[1])
+    store = Machine(Path(sys.argv[2]), db).store
+    await store.create_once("ideas", "Kites", {}, "Kites over the bay\\n",
+                            entry_id="20260101-job-7", receipt=ReceiptDraft(
+                                user_id="U1", original_text="Kites over the bay",
+                                category="ideas", status="filed", confidence=0.9,
+                                job_id=None))
+
+asyncio.run(main())
+"""
+
+
+async def test_a_capture_killed_before_its_commit_leaves_nothing_and_is_made_once(
+        tmp_path: Path, db: Database) -> None:
+    """A process killed (SIGKILL) while its capture's transaction is open, after the note's
+    file is in its machine's mirror: the database holds nothing of it (no note, no receipt),
+    the next process of that machine finds its mirror put back, and the capture run again
+    files one note, under one receipt."""
+    a = Machine(tmp_path / "a", db)
+    await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
+    async with db.session() as s:  # the database stalls the capture's text until told
+        await s.execute(text(
+            "CREATE FUNCTION stall() RETURNS trigger AS $$ BEGIN "
+            "IF NEW.path LIKE '%kites%' THEN PERFORM pg_sleep(600); END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql"))
+        await s.execute(text("CREATE TRIGGER stall BEFORE INSERT ON vault_files "
+                             "FOR EACH ROW EXECUTE FUNCTION stall()"))
+        await s.commit()
+    root = Path(__file__).resolve().parents[2]
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _WRITER, db.url, str(tmp_path / "a"), cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    written = a.store.vault.root / "ideas" / "kites.md"
+    while not written.is_file():  # the note's file is in the mirror, its rows not sent
+        assert child.returncode is None, "the writer ended before its file was written"
+        await asyncio.sleep(0.01)
+    child.kill()
+    await child.wait()
+    async with db.session() as s:  # its stalled statement ends with it (a dead machine's
+        await s.execute(text(      # connection is ended by the server the same way)
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND query LIKE '%vault_files%' AND pid <> pg_backend_pid()"))
+        await s.execute(text("DROP TRIGGER stall ON vault_files"))
+        await s.commit()
+        assert await s.scalar(text("SELECT count(*) FROM receipts")) == 0
+        assert await s.scalar(text(
+            "SELECT count(*) FROM vault_files WHERE path LIKE '%kites%'")) == 0
+
+    again = Machine(tmp_path / "a", db)  # the machine's next process
+    assert [e.name for e in (await again.store.list()).entries] == ["Boats"]
+    assert not written.exists()
+    made = await again.store.create_once(
+        "ideas", "Kites", {}, "Kites over the bay\n", entry_id="20260101-job-7",
+        receipt=ReceiptDraft(user_id="U1", original_text="Kites over the bay",
+                             category="ideas", status="filed", confidence=0.9, job_id=None))
+    assert made.made and made.entry.path == "ideas/kites.md"
+    b = Machine(tmp_path / "b", db)
+    assert sorted(e.path for e in (await b.store.list()).entries) == [
+        "ideas/boats.md", "ideas/kites.md"]
+    async with db.session() as s:
+        assert await s.scalar(text("SELECT count(*) FROM receipts")) == 1
+
+
+async def test_a_mirror_left_mid_write_is_compared_whole_with_the_database(
+        tmp_path: Path, db: Database) -> None:
+    """A process that died while writing, before it marked the file it wrote (the state a
+    SIGKILL between the file and its mark leaves): the next pull compares every file with the
+    database and puts back each one that is not the database's."""
+    a = Machine(tmp_path / "a", db)
+    boats = await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
+    root = a.store.vault.root
+    before = a.files()
+    (root / "ideas" / "kites.md").write_text("---\nid: x\n---\nKites\n")  # never marked
+    (root / boats.path).write_text("changed, never sent\n")
+    dead = subprocess.run(  # a process of this machine that has ended: the writer
+        [sys.executable, "-c", "from storage.processes import process_name as p; print(p())"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
+        check=True).stdout.strip()
+    state = a.store.mirror._state()  # noqa: SLF001 (as the dead process left it)
+    a.store.mirror.save({**state, "writing": dead})
+
+    again = Machine(tmp_path / "a", db)
+    assert [e.name for e in (await again.store.list()).entries] == ["Boats"]
+    assert again.files() == before
+    assert not again.store.mirror._state().get("writing")  # noqa: SLF001
+
+
+async def test_a_write_for_a_job_another_worker_took_over_commits_nothing(
+        tmp_path: Path, db: Database) -> None:
+    """A worker whose job was taken over (its lease ran out while it stalled) writes nothing
+    in the database store: its write's transaction checks the lease, commits nothing, and its
+    mirror is put back; the lease's holder writes."""
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
+    async with db.session() as s:
+        job = Job(key="turn:k1", kind="turn", user_id="U1", lane="U1", payload={},
+                  state="running", attempts=2, lease_owner="host:2:serve.1")
+        s.add(job)
+        await s.commit()
+    with leases.working_for(job.id, "host:1:serve.1"), pytest.raises(Fenced):
+        await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
+    assert (await b.store.search("kites")).entries == []
+    assert [e.name for e in (await a.store.list()).entries] == ["Boats"]
+    assert not any("kites" in rel for rel in a.files())
+
+    with leases.working_for(job.id, "host:2:serve.1"):
+        await a.store.create("ideas", "Kites", {}, "Kites over the bay\n")
+    [found] = (await b.store.search("kites")).entries
+    assert found.name == "Kites"
+
+
+async def test_a_write_under_way_in_another_process_is_not_put_back_by_a_read(
+        tmp_path: Path, db: Database) -> None:
+    """A read does not take the marks of a write another live process has under way for a
+    dead write's: it neither waits for that write nor puts its files back."""
+    a = Machine(tmp_path / "a", db)
+    await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
+    root = a.store.vault.root
+    (root / "ideas" / "kites.md").write_text("---\nid: x\n---\nKites\n")  # being written
+    state = a.store.mirror._state()  # noqa: SLF001
+    a.store.mirror.save({**state, "writing": process_name(), "unpushed": ["ideas/kites.md"]})
+    again = Machine(tmp_path / "a", db)  # this process runs: its write is under way
+    assert not await again.store.mirror.behind()
+    assert (root / "ideas" / "kites.md").is_file()

@@ -70,27 +70,29 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         footer = "\n".join(x for x in (footer, sections.text) if x)
     body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
     entry_id = ctx.next_entry_id()
-    related = await _related(ctx, text, entry_id)
-    if related:
-        targets = [await ctx.deps.store.link_to(e.path) for e in related]
-        body += "\n" + related_section(related, targets)
-    target, fields, status = _placement(ctx, text, choice, merged, common, dropped,
-                                        inbox_reason)
+    async with ctx.deps.store.together():  # (the database store: one transaction)
+        related = await _related(ctx, text, entry_id)
+        if related:
+            targets = [await ctx.deps.store.link_to(e.path) for e in related]
+            body += "\n" + related_section(related, targets)
+        target, fields, status = _placement(ctx, text, choice, merged, common, dropped,
+                                            inbox_reason)
 
-    # A derived id may be on a note already: made by an earlier attempt, or by a stalled one
-    # still running. Its receipt says so, written before the note (a file that merely carries
-    # the id, a copy or someone else's, is not it).
-    existing, recent = await _receipts_before(ctx, entry_id, repeat_ok)
-    if existing is None and not ctx.shared:
-        elsewhere = await _already_kept(ctx, text, entry_id, name, target, repeat_ok, recent)
-        if elsewhere is not None:
-            return elsewhere
-    entry, made, receipt = await ctx.deps.store.create_once(
-        target, name, fields, body, entry_id=entry_id, receipt=ReceiptDraft(
-            user_id=ctx.deps.user_id, original_text=text, category=target, status=status,
-            confidence=choice.confidence, conversation_id=ctx.conversation_id,
-            turn_id=ctx.turn_id, channel=ctx.channel, thread_ts=ctx.thread_ts,
-            job_id=ctx.job_id))
+        # A derived id may be on a note already: made by an earlier attempt, or by a stalled
+        # one still running. Its receipt says so, written before the note (a file that merely
+        # carries the id, a copy or someone else's, is not it).
+        existing, recent = await _receipts_before(ctx, entry_id, repeat_ok)
+        if existing is None and not ctx.shared:
+            elsewhere = await _already_kept(ctx, text, entry_id, name, target, repeat_ok,
+                                            recent)
+            if elsewhere is not None:
+                return elsewhere
+        entry, made, receipt = await ctx.deps.store.create_once(
+            target, name, fields, body, entry_id=entry_id, receipt=ReceiptDraft(
+                user_id=ctx.deps.user_id, original_text=text, category=target, status=status,
+                confidence=choice.confidence, conversation_id=ctx.conversation_id,
+                turn_id=ctx.turn_id, channel=ctx.channel, thread_ts=ctx.thread_ts,
+                job_id=ctx.job_id))
     filed = Filed(target, status, choice.confidence, choice.category, fields)
     if not made:  # another run filed it: the reply tells what is there
         filed = _as_filed(entry, filed)

@@ -15,11 +15,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.brain import Brain
 from bot.config import Settings
-from bot.jobs.queue import JobContext
+from bot.jobs.queue import JobContext, Session
 from bot.slack import cards, shared_files, turn_reply, web
 from bot.slack.intake import conversation_key, permalink
 from bot.slack.streaming import ReplyStream
 from bot.tenancy.people import slack_user
+from bot.turn.conversations import Shown
+from bot.turn.result import TurnResult
 from storage.errors import UnsafePath
 from tools.web.links import mostly_links, urls_in
 
@@ -75,14 +77,28 @@ class TurnWork:
             self.client, job, channel, thread_ts, shown, may_be_posted="turn" in job.result)
         if not posted:  # a reply clears the status; without one, clear it here
             await web.set_status(self.client, channel, thread_ts, "")
-        home_watched = None  # not known: the refresh reads it
-        if posted and not job.result.get("linked"):
-            after = await self.brain.conversations.shown_at(reply.result, channel, posted, user)
-            for ch, card_ts, data, text in after.stale:
-                await web.update(self.client, ch, card_ts,
-                                 cards.message(cards.moved_blocks(data), cards.escape(text)))
-            job.note(linked=True)
-            home_watched = after.home_watched
         await self.title(job, conversation_key(channel, thread_ts, user))
-        if reply.changed:  # the turn changed a note: an open Home shows it
-            await self.refresh_home(user, home_watched)
+        if posted and not job.result.get("linked"):
+            self._link_at_end(job, reply.result, channel, posted, user, reply.changed)
+        elif reply.changed:  # the turn changed a note: an open Home shows it
+            await self.refresh_home(user, None)  # (not known: the refresh reads it)
+
+    def _link_at_end(self, job: JobContext, result: TurnResult, channel: str, posted: str,
+                     user: str, changed: bool) -> None:
+        """Which message shows each new note, written with the job's end; the cards of notes
+        the turn moved, and an open Home, brought up to date once it has ended."""
+        job.note(linked=True)
+        seen: list[Shown] = []
+
+        async def link(s: Session) -> None:
+            seen[:] = [await self.brain.conversations.shown_at(s, result, channel, posted,
+                                                               user)]
+
+        job.at_end(link, lambda: self._shown(seen[0], user, changed))
+
+    async def _shown(self, shown: Shown, user: str, changed: bool) -> None:
+        for ch, card_ts, data, text in shown.stale:
+            await web.update(self.client, ch, card_ts,
+                             cards.message(cards.moved_blocks(data), cards.escape(text)))
+        if changed:  # the turn changed a note: an open Home shows it
+            await self.refresh_home(user, shown.home_watched)
