@@ -76,12 +76,13 @@ class HistoryRepo:
                 found.append((path, now - path.stat().st_mtime))
         return found
 
-    def clear_stale_locks(self) -> list[str]:
-        """Remove the lock files a writer that stopped left (a minute old or more). Call only
-        under the vault's lock: every live writer of ours holds it while it commits."""
+    def clear_stale_locks(self, older_than: float = STALE_LOCK_SECONDS) -> list[str]:
+        """Remove the lock files a writer that stopped left (a minute old or more; any age
+        when the caller knows that writer stopped). Call only under the vault's lock: every
+        live writer of ours holds it while it commits."""
         removed = []
         for path, age in self.lock_files():
-            if age >= STALE_LOCK_SECONDS:
+            if age >= older_than:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                     removed.append(path.relative_to(self.path).as_posix())

@@ -79,6 +79,9 @@ def _restore(mirror: Mirror, rels: list[str], held: dict[str, tuple[bytes, int]]
             write_atomic(path, content)
         os.utime(path, ns=(mtime_ns, mtime_ns))
     history = mirror.history
+    # Its writer stopped (it died, or its write ended): a lock file it left in the middle of
+    # a commit is stale at any age (this runs under the machine's part of the vault lock).
+    history.repo.clear_stale_locks(older_than=0)
     refs = history.repo.repo.refs
     head = state.get("head")
     if head:

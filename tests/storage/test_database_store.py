@@ -411,9 +411,10 @@ async def test_a_capture_killed_before_its_commit_leaves_nothing_and_is_made_onc
 
 async def test_a_mirror_left_mid_write_is_compared_whole_with_the_database(
         tmp_path: Path, db: Database) -> None:
-    """A process that died while writing, before it marked the file it wrote (the state a
-    SIGKILL between the file and its mark leaves): the next pull compares every file with the
-    database and puts back each one that is not the database's."""
+    """A process that died while writing, before it marked the file it wrote and in the
+    middle of its history commit (the state a SIGKILL there leaves): the next pull compares
+    every file with the database, puts back each one that is not the database's, and the
+    history's lock file the dead writer left goes (the next write commits at once)."""
     a = Machine(tmp_path / "a", db)
     boats = await a.store.create("ideas", "Boats", {}, "A rowing boat\n")
     root = a.store.vault.root
@@ -426,11 +427,15 @@ async def test_a_mirror_left_mid_write_is_compared_whole_with_the_database(
         check=True).stdout.strip()
     state = a.store.mirror._state()  # noqa: SLF001 (as the dead process left it)
     a.store.mirror.save({**state, "writing": dead})
+    ref_lock = a.history.repo.path / "refs" / "heads" / "main.lock"
+    ref_lock.write_bytes(b"")  # it died in the middle of its history commit
 
     again = Machine(tmp_path / "a", db)
     assert [e.name for e in (await again.store.list()).entries] == ["Boats"]
     assert again.files() == before
     assert not again.store.mirror._state().get("writing")  # noqa: SLF001
+    assert not ref_lock.exists()
+    await again.store.create("ideas", "Oars", {}, "Two oars\n")  # its history writes on
 
 
 async def test_a_write_for_a_job_another_worker_took_over_commits_nothing(
