@@ -7,6 +7,7 @@ seconds), and tests/e2e/fake_slack.py as the Slack Web API.
 
     .venv/bin/python -m bench.bench_slack            # 100 events, LLM 2 s per call
     .venv/bin/python -m bench.bench_slack --events 200 --delay 1 --json
+    .venv/bin/python -m bench.bench_slack --workers 2 --postgres --store database
 
 Phases:
 1. burst: N DMs in N threads sent at once; ack latency of each request (HTTP round trip);
