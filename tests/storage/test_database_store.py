@@ -475,3 +475,32 @@ async def test_a_write_under_way_in_another_process_is_not_put_back_by_a_read(
     again = Machine(tmp_path / "a", db)  # this process runs: its write is under way
     assert not await again.store.mirror.behind()
     assert (root / "ideas" / "kites.md").is_file()
+
+
+async def test_two_machines_changing_one_note_at_once_lose_nothing(tmp_path: Path,
+                                                                   db: Database) -> None:
+    """Two machines (each its own mirror and its own database pool) add lines to one note at
+    the same moment, ten each: every line is in the note at the end, on both machines and in
+    the history (the vault's lock across machines puts the writes one after another, each on
+    a mirror just pulled)."""
+    other = await Database.open(db.url)
+    try:
+        a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", other)
+        plan = await a.store.create("ideas", "Plan", {}, "The plan\n")
+        await b.store.list()
+
+        async def add(machine: Machine, line: str) -> None:
+            await machine.store.update(plan.path, {}, append_body=line)
+
+        lines = [f"line {m} {i}" for i in range(10) for m in "ab"]
+        await asyncio.gather(*(add(a if line.split()[1] == "a" else b, line)
+                               for line in lines))
+        for machine in (a, b):
+            body = (await machine.store.get(plan.path)).body
+            assert all(line in body for line in lines), body
+        await a.store.list()
+        assert a.files() == b.files()
+        changes = await b.store.changes(plan.path, limit=50)
+        assert sum(c.action == "update" for c in changes) == len(lines)
+    finally:
+        await other.close()
