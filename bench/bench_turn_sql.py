@@ -3,7 +3,7 @@ HTTP, the real Brain, the real OpenAI SDK against tests/bot/fake_llm_server.py, 
 20 DMs after a warm-up, on SQLite or PostgreSQL, with the file store or the database store.
 
     .venv/bin/python bench/bench_turn_sql.py [--dms 20] [--db sqlite|postgres]
-                                             [--store files|database]
+                                             [--store files|database] [--gap SECONDS]
 
 Counted on every engine of the process (the work's, the intake's, the vault locks') through
 SQLAlchemy's events: each statement, each transaction's end (a commit or a rollback), both
@@ -167,6 +167,7 @@ class Run:
     dms: int
     url: str
     postgres: bool
+    gap: float = 0.0
     tally: Tally = field(default_factory=Tally)
 
     async def server(self) -> int | None:
@@ -180,6 +181,7 @@ class Run:
             await send.event(message_event(f"Call supplier {i} about the late invoice next week",
                                            ts=f"17670001{i:02d}.000100", event_id=f"E{i}"))
             await fake.wait_for("chat.postMessage", i + 2)
+            await asyncio.sleep(self.gap)
         dm_seconds = time.monotonic() - began
         await asyncio.sleep(settle)
         busy, busy_server = self.tally.take(), await self.server()
@@ -213,7 +215,7 @@ class Run:
             print(f"{per:5.1f}  {mean:6.2f} ms  {key}")
 
 
-async def main(dms: int, db: str, store: str) -> None:
+async def main(dms: int, db: str, store: str, gap: float = 0.0) -> None:
     databases.set_backend(db)
     fake = await FakeSlack().start()
     llm = FakeLLMServer(validate=False).start()
@@ -227,7 +229,7 @@ async def main(dms: int, db: str, store: str) -> None:
     server = TestServer(bot.web_app(), host="127.0.0.1")
     await server.start_server()
     send = SlackSender(str(server.make_url("/")))
-    run = Run(dms, brain.core.db.url, db == "postgres")
+    run = Run(dms, brain.core.db.url, db == "postgres", gap)
     run.tally.install()
     print(f"database {db}, store {store}")
     try:
@@ -247,9 +249,12 @@ async def main(dms: int, db: str, store: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dms", type=int, default=20)
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="seconds between DMs (past the indexer's 2 s settle: each DM's "
+                             "background work is its own, as when people write now and then)")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--store", choices=("files", "database"), default="files")
     args = parser.parse_args()
     if args.store == "database" and args.db != "postgres":
         parser.error("--store database keeps vaults in PostgreSQL: use --db postgres")
-    asyncio.run(main(args.dms, args.db, args.store))
+    asyncio.run(main(args.dms, args.db, args.store, args.gap))

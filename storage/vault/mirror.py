@@ -135,6 +135,11 @@ class Mirror:
         one by one: the next may need the index rows of the one before)."""
         return self._wrote is not None and self._nested == 0
 
+    @property
+    def under_way(self) -> bool:
+        """Within a write (or a write inside it)."""
+        return self._wrote is not None
+
     def reindex(self, rels: Iterable[str]) -> None:
         """Within a write: index these files in the transaction that sends them, so no
         machine ever sees a note's index rows without its text, or its text without them."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from storage.db import Database
     from storage.history import History
     from storage.index import SearchIndex
+    from storage.meaning.shared_model import Meaning
     from storage.vault.files import Vault
     from storage.vault.mirror import Mirror
 
@@ -45,6 +46,7 @@ class Upkeep:
     vault: Vault
     db: Database
     index: SearchIndex
+    meaning: Meaning
     history: History | None
     mirror: Mirror | None
     fresh_within: float | None
@@ -202,7 +204,9 @@ class Upkeep:
     async def _touched(self, rels: list[str]) -> None:
         """Re-index the files our own write changed (a collision with another process's
         indexing is retried; the last pass sees both). In the database store, within a
-        write: in the transaction that sends the files (`Mirror.reindex`)."""
+        write: in the transaction that sends the files (`Mirror.reindex`); within a write
+        inside it, at once (what follows may read them) and once more with the send, whose
+        vectors and word to the indexer come after the commit."""
         if self.mirror is not None and self.mirror.in_write:
             self.mirror.reindex(rels)
             return
@@ -216,23 +220,52 @@ class Upkeep:
             except (OperationalError, IntegrityError):
                 if attempt == 3:
                     raise
-        if self.on_write is not None:
+        if self.mirror is not None and self.mirror.under_way:
+            self.mirror.reindex(rels)
+        elif self.on_write is not None:
             self.on_write(self.index.key)
 
 
 class IndexOnPush:
     """A Store's index as the database store's push writes it (`vault_rows.Index`): a write's
-    files indexed in the transaction that sends them; the indexer told once it commits."""
+    files indexed in the transaction that sends them, with the vectors of their passages
+    when there are few (a capture's note: `IN_WRITE_PASSAGES`) and the model is loaded; the
+    indexer is told once it commits only when some are left for it to make."""
 
     def __init__(self, upkeep: Upkeep) -> None:
         self.upkeep = upkeep
+        self.embedded = False
 
     async def rows(self, session: AsyncSession, rels: list[str]) -> None:
         index = self.upkeep.index
         async with index_turn(index.key):  # PostgreSQL's lock below holds to the commit
             await index_lock(session, index.key)
             await index.refresh_paths(session, rels)
+        self.embedded = await _vectors_in(session, index.key, self.upkeep.meaning)
 
     def written(self, rels: list[str]) -> None:
-        if self.upkeep.on_write is not None:
+        if self.upkeep.on_write is not None and not self.embedded:
             self.upkeep.on_write(self.upkeep.index.key)
+
+
+# A write whose vault then lacks vectors for at most this many passages makes them itself, in
+# its transaction (a few milliseconds each); more are left to the background indexer.
+IN_WRITE_PASSAGES = 8
+
+
+async def _vectors_in(session: AsyncSession, key: str, meaning: Meaning) -> bool:
+    """The vectors of the vault's passages that lack them, made and written in `session`'s
+    transaction when they are few and the model is loaded (never waiting for it); whether
+    none is left to make."""
+    from storage.meaning import vector_rows
+
+    if not meaning.available or meaning.model is None:
+        return False
+    found = await vector_rows.pending(session, key, meaning.model, IN_WRITE_PASSAGES + 1)
+    if len(found) > IN_WRITE_PASSAGES:
+        return False
+    if found:
+        matrix = await asyncio.to_thread(meaning.embed_texts, [p.text for p in found])
+        await vector_rows.write(session, key, meaning.model,
+                                [(p.key, 0, matrix[i]) for i, p in enumerate(found)])
+    return True

@@ -22,6 +22,8 @@ from sqlalchemy import text
 from storage.db import Database
 from storage.errors import ChangedSince, Fenced, NotFound
 from storage.history import History, changing, history_path
+from storage.meaning import vector_rows
+from storage.meaning.shared_model import Meaning
 from storage.models import Job
 from storage.processes import process_name
 from storage.repositories import leases
@@ -504,3 +506,31 @@ async def test_two_machines_changing_one_note_at_once_lose_nothing(tmp_path: Pat
         assert sum(c.action == "update" for c in changes) == len(lines)
     finally:
         await other.close()
+
+
+async def test_a_captured_notes_vectors_are_written_in_its_write(tmp_path: Path,
+                                                                 db: Database) -> None:
+    """A new note's few passages get their vectors in the write's own transaction (a capture
+    writes inside `together`, as tools/capture/thought.py does): another machine finds it by
+    meaning at once, and the background indexer is not woken for it; a note of many passages
+    is left to the indexer, which is told once the write commits."""
+    meaning = Meaning.load()
+    if not meaning.available:
+        pytest.skip("the embedding model is not installed")
+    woken: list[str] = []
+    a, b = Machine(tmp_path / "a", db), Machine(tmp_path / "b", db)
+    for machine in (a, b):
+        machine.store.meaning = meaning
+    a.store.on_write = woken.append
+    async with a.store.together():
+        await a.store.create("ideas", "Kites", {}, "Flying kites over the bay on windy days\n")
+    assert woken == []
+    async with db.session() as s:
+        assert await vector_rows.count_pending(s, a.store.index.key, meaning.model) == 0
+    near = await b.store.nearby("a kite in the wind by the sea", k=3)
+    assert [e.name for e in near] == ["Kites"]
+
+    long = "\n\n".join(f"## Part {i}\n" + " ".join(f"word{i}x{j}" for j in range(160))
+                       for i in range(12))
+    await a.store.create("ideas", "Long", {}, long + "\n")
+    assert woken == [a.store.index.key]  # its passages: the indexer's, after the commit
