@@ -142,10 +142,8 @@ async def _embed_and_write(db: Database, vault_key: str, meaning: Meaning,
                            passages: list[PendingPassage]) -> None:
     from storage.meaning import vector_rows
 
-    matrix = await asyncio.to_thread(meaning.embed_texts, [p.text for p in passages])
-    rows = [(p.key, 0, matrix[i]) for i, p in enumerate(passages)]
-    async with db.session() as session:
-        await vector_rows.write(session, vault_key, meaning.model, rows)
+    async with db.session() as session:  # (no connection held while the model runs)
+        await vector_rows.embed_into(session, vault_key, meaning, passages)
         await session.commit()
 
 

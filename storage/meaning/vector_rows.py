@@ -14,10 +14,11 @@ pgvector it is `vector(384)`, written from its text form and read back through
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import bindparam, text
@@ -26,6 +27,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from storage.meaning import vectors
 from storage.meaning.texts import passage_text
 from storage.text import clean_text
+
+if TYPE_CHECKING:
+    from storage.meaning.shared_model import Meaning
 
 # The column's kind per engine: "blob" (SQLite, BYTEA) or "pgvector".
 _COLUMNS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -139,6 +143,15 @@ async def write(session: AsyncSession, vault: str, model: str,
         f"VALUES (:v, :m, :k, :c, {value}) "
         "ON CONFLICT (vault, model, key, chunk) DO NOTHING"), params)
     await bump(session, vault)
+
+
+async def embed_into(session: AsyncSession, vault_key: str, meaning: Meaning,
+                     passages: Sequence[PendingPassage]) -> None:
+    """The vectors of `passages`, made in a worker thread and written in `session`'s
+    transaction (the caller commits)."""
+    matrix = await asyncio.to_thread(meaning.embed_texts, [p.text for p in passages])
+    rows = [(p.key, 0, matrix[i]) for i, p in enumerate(passages)]
+    await write(session, vault_key, meaning.model, rows)
 
 
 async def state(session: AsyncSession, vault: str, model: str) -> tuple[int, int]:

@@ -265,7 +265,5 @@ async def _vectors_in(session: AsyncSession, key: str, meaning: Meaning) -> bool
     if len(found) > IN_WRITE_PASSAGES:
         return False
     if found:
-        matrix = await asyncio.to_thread(meaning.embed_texts, [p.text for p in found])
-        await vector_rows.write(session, key, meaning.model,
-                                [(p.key, 0, matrix[i]) for i, p in enumerate(found)])
+        await vector_rows.embed_into(session, key, meaning, found)
     return True
